@@ -1,0 +1,83 @@
+"""`python -m keras_clone_fix`: diagnose this environment and prove clone_model works."""
+
+import argparse
+import json
+import platform
+import sys
+
+import keras_clone_fix
+from keras_clone_fix._affected import is_affected
+
+NOT_INSTALLED, CLONE_WORKS, CLONE_FAILS = 0, 0, 1
+
+
+def _two_output_model(keras):
+    """Embedding(mask_zero) -> a masking layer with two outputs -> one LSTM each.
+
+    The middle layer keeps Layer's default compute_mask, so it returns the
+    incoming mask once: the case every affected release fails to clone.
+    """
+    class TwoOutputs(keras.layers.Layer):
+        def __init__(self, **kwargs):
+            super(TwoOutputs, self).__init__(**kwargs)
+            self.supports_masking = True
+
+        def call(self, inputs, mask=None):
+            return [inputs, inputs * 2.0]
+
+        def compute_output_shape(self, input_shape):
+            return [input_shape, input_shape]
+
+    tokens = keras.layers.Input(shape=(5,), dtype="int32")
+    embedded = keras.layers.Embedding(10, 3, mask_zero=True)(tokens)
+    first, second = TwoOutputs()(embedded)
+    outputs = [keras.layers.LSTM(2)(first), keras.layers.LSTM(2)(second)]
+    return keras.models.Model(tokens, outputs)
+
+
+def check_clone(keras):
+    """(works: bool, detail: str): clone the model, compare predictions."""
+    import numpy
+    model = _two_output_model(keras)
+    try:
+        clone = keras.models.clone_model(model)
+    except Exception as error:
+        return False, "clone_model failed: {}: {}".format(type(error).__name__, error)
+    clone.set_weights(model.get_weights())
+    padded = numpy.array([[1, 2, 3, 0, 0], [4, 5, 0, 0, 0]])
+    expected, got = model.predict(padded), clone.predict(padded)
+    if all(numpy.allclose(e, g) for e, g in zip(expected, got)):
+        return True, "clone_model works: the clone predicts what the model predicts"
+    return False, "clone_model ran, but the clone predicts differently from the model"
+
+
+def self_check():
+    """A report (dict) and the exit code."""
+    report = {"python": platform.python_version(), "executable": sys.executable,
+              "keras_clone_fix": keras_clone_fix.__version__}
+    try:
+        import keras
+    except ImportError as error:
+        report.update(keras=None, result="keras is not installed ({}): nothing to fix".format(error))
+        return report, NOT_INSTALLED
+    status = keras_clone_fix.status()
+    report.update(keras=status.keras_version, backend=keras.backend.backend(),
+                  affected=is_affected(status.keras_version)[0], patched=status.patched,
+                  reason=status.reason, activated_by=status.activated_by)
+    works, report["result"] = check_clone(keras)
+    return report, CLONE_WORKS if works else CLONE_FAILS
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        prog="python -m keras_clone_fix",
+        description="Show whether keras.models.clone_model is fixed here, and prove it.")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    arguments = parser.parse_args(argv)
+    report, code = self_check()
+    if arguments.json:
+        print(json.dumps(dict(report, ok=code == 0), indent=2, sort_keys=True))
+    else:
+        for key, value in report.items():
+            print("{:>16}: {}".format(key.replace("_", " "), value))
+    return code
