@@ -1,13 +1,71 @@
+import json
 import os
+import subprocess
+import sys
 
 import pytest
 
 import keras_clone_fix
 from keras_clone_fix import _activation
 
+TESTS = os.path.dirname(os.path.abspath(__file__))
+SITE_PACKAGES = os.path.dirname(os.path.dirname(os.path.abspath(keras_clone_fix.__file__)))
+
+
+def _keras_version():
+    try:
+        import keras
+    except ImportError:
+        return None
+    return tuple(int(part) for part in keras.__version__.split(".")[:3])
+
+
+KERAS = _keras_version()
+AFFECTED = KERAS is not None and (2, 0, 7) <= KERAS < (2, 4, 0)
+affected_only = pytest.mark.skipif(not AFFECTED, reason="needs Keras 2.0.7 - 2.3.1")
+keras_free_only = pytest.mark.skipif(KERAS is not None, reason="needs an environment without keras")
+
 
 def pytest_report_header(config):
-    return "keras_clone_fix under test: " + os.path.dirname(keras_clone_fix.__file__)
+    return "keras_clone_fix under test: {}; keras {}".format(
+        os.path.dirname(keras_clone_fix.__file__), KERAS)
+
+
+def run_python(args, python=sys.executable, env=None, cwd=TESTS):
+    """A fresh interpreter, KERAS_CLONE_FIX* unset unless given in env."""
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("KERAS_CLONE_FIX")}
+    environment.update(env or {})
+    return subprocess.run([python] + list(args), env=environment, cwd=cwd, timeout=600,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True)
+
+
+def probe(how=None, **options):
+    """Run clone_probe.py; its JSON report and the finished process."""
+    finished = run_python(["clone_probe.py"] + ([how] if how else []), **options)
+    reports = [line[len("PROBE "):] for line in finished.stdout.splitlines()
+               if line.startswith("PROBE ")]
+    assert reports, "probe failed:\n" + finished.stdout + finished.stderr
+    return json.loads(reports[-1]), finished
+
+
+@pytest.fixture(scope="session")
+def python_without_pth(tmp_path_factory):
+    """An interpreter that sees this environment's packages but runs none of
+    its .pth files. (python -S would do, but TensorFlow 1.15 fails to import
+    without `site`.)"""
+    home = str(tmp_path_factory.mktemp("without-pth"))
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", home], check=True)
+    python = os.path.join(home, "bin", "python")
+    site_dir = run_python(["-c", "import site; print(site.getsitepackages()[0])"],
+                          python=python).stdout.strip()
+    with open(os.path.join(site_dir, "environment.pth"), "w") as pth:
+        pth.write(SITE_PACKAGES + "\n")  # a plain path: added to sys.path, not scanned
+    return python
+
+
+def warnings_in(stderr):
+    return [line for line in stderr.splitlines() if "KerasCloneFixWarning" in line]
 
 
 @pytest.fixture(params=["patched", "unpatched"])
@@ -19,6 +77,13 @@ def clone_mode(request):
     else:
         assert not keras_clone_fix.unpatch().patched
     yield request.param
+    _activation.restore_state(saved)
+
+
+@pytest.fixture
+def restore_fix_state():
+    saved = _activation.save_state()
+    yield
     _activation.restore_state(saved)
 
 

@@ -8,7 +8,6 @@ bug is there without the patch and gone with it.
 import pytest
 
 import keras_clone_fix
-from keras_clone_fix import _activation
 
 keras = pytest.importorskip("keras")
 if not (2, 0, 7) <= tuple(int(p) for p in keras.__version__.split(".")[:3]) < (2, 4, 0):
@@ -153,13 +152,6 @@ def sequential():
 
 UNCHANGED = [embedding_lstm, two_inputs_concatenated, shared_lstm_and_nested_model,
              explicit_mask_list_alone, sequential]
-
-
-@pytest.fixture
-def restore_fix_state():
-    saved = _activation.save_state()
-    yield
-    _activation.restore_state(saved)
 
 
 @pytest.mark.parametrize("build", UNCHANGED, ids=[case.__name__ for case in UNCHANGED])

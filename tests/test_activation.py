@@ -1,0 +1,100 @@
+"""patch / unpatch / status, and activation by `import keras_clone_fix`."""
+
+import sys
+import threading
+
+import pytest
+
+import keras_clone_fix
+from conftest import AFFECTED, affected_only, keras_free_only, probe
+
+TARGET = "_clone_functional_model"
+
+
+def test_import_is_lazy(python_without_pth):
+    report, _ = probe("fix-only", python=python_without_pth)
+    assert report["after_fix_import"] == []
+    assert report["status"]["reason"] == "waiting for `import keras`"
+
+
+@affected_only
+def test_import_before_keras_patches_on_import_keras(python_without_pth):
+    report, _ = probe("fix-before-keras", python=python_without_pth)
+    assert report["clone"] == "ok"
+    assert report["status"]["activated_by"] == "import keras_clone_fix"
+
+
+@affected_only
+def test_import_after_keras_fixes_clone_model_bound_earlier(python_without_pth):
+    report, _ = probe("fix-after-keras", python=python_without_pth)
+    assert report["clone"] == "ok"
+    assert report["status"]["patched"] is True
+
+
+@affected_only
+def test_patch_is_idempotent_and_wraps_the_original(restore_fix_state):
+    import keras.models
+    keras_clone_fix.unpatch()
+    original = getattr(keras.models, TARGET)
+    assert keras_clone_fix.patch().patched
+    wrapper = getattr(keras.models, TARGET)
+    assert keras_clone_fix.patch().patched
+    assert getattr(keras.models, TARGET) is wrapper
+    assert wrapper.__wrapped__ is original
+
+
+@affected_only
+def test_unpatch_puts_back_the_exact_original(restore_fix_state):
+    import keras.models
+    keras_clone_fix.unpatch()
+    original = getattr(keras.models, TARGET)
+    keras_clone_fix.patch()
+    status = keras_clone_fix.unpatch()
+    assert getattr(keras.models, TARGET) is original
+    assert (status.patched, status.reason) == (False, "unpatched by keras_clone_fix.unpatch()")
+
+
+@affected_only
+def test_patch_and_unpatch_racing_from_many_threads(restore_fix_state):
+    import keras.models
+    keras_clone_fix.unpatch()
+    original = getattr(keras.models, TARGET)
+    start = threading.Barrier(16)
+
+    def toggle(index):
+        start.wait()
+        for _ in range(50):
+            (keras_clone_fix.patch if index % 2 else keras_clone_fix.unpatch)()
+
+    threads = [threading.Thread(target=toggle, args=(index,)) for index in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    keras_clone_fix.patch()
+    assert getattr(keras.models, TARGET).__wrapped__ is original
+    keras_clone_fix.unpatch()
+    assert getattr(keras.models, TARGET) is original
+
+
+@affected_only
+def test_unrecognised_version_is_skipped_unless_forced(restore_fix_state, monkeypatch):
+    import keras
+    keras_clone_fix.unpatch()
+    monkeypatch.setattr(keras, "__version__", "2.2.4-custom")
+    status = keras_clone_fix.patch()
+    assert not status.patched and "'2.2.4-custom' is not a release" in status.reason
+    assert keras_clone_fix.patch(force=True).patched
+
+
+@pytest.mark.skipif(AFFECTED or "keras" not in sys.modules, reason="needs an unaffected keras")
+def test_unaffected_keras_is_left_alone(restore_fix_state):
+    status = keras_clone_fix.patch()
+    assert not status.patched and "not patched" in status.reason
+
+
+@keras_free_only
+def test_patch_without_keras_says_so(restore_fix_state):
+    status = keras_clone_fix.patch()
+    assert (status.patched, status.keras_version) == (False, None)
+    assert status.reason.startswith("keras cannot be imported")

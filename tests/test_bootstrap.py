@@ -1,0 +1,105 @@
+"""Activation at interpreter start: the installed keras_clone_fix.pth, in fresh interpreters."""
+
+import importlib.util
+import json
+import os
+import shutil
+
+import pytest
+
+from conftest import SITE_PACKAGES, affected_only, probe, run_python, warnings_in
+
+PTH = os.path.join(SITE_PACKAGES, "keras_clone_fix.pth")
+
+
+def test_pth_is_installed_beside_the_package():
+    with open(PTH) as pth:
+        lines = pth.read().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("import ")
+
+
+def test_start_imports_nothing_heavy():
+    report, finished = probe("no-keras")
+    assert report["at_start"] == []
+    assert report["status_at_start"]["activated_by"] == ".pth at interpreter start"
+    assert finished.stderr == ""
+
+
+def test_pth_left_behind_without_the_package_is_harmless(tmp_path):
+    shutil.copy(PTH, str(tmp_path))
+    finished = run_python(["-S", "-c", "import site; site.addsitedir({!r}); print('alive')".format(
+        str(tmp_path))], cwd=str(tmp_path))
+    assert (finished.returncode, finished.stdout, finished.stderr) == (0, "alive\n", "")
+
+
+def test_isolated_mode_still_runs_the_pth():
+    finished = run_python(
+        ["-I", "-c", "import sys; print(sys.modules['keras_clone_fix'].status().activated_by)"])
+    assert finished.stdout == ".pth at interpreter start\n"
+
+
+def test_python_S_means_no_activation():
+    finished = run_python(["-S", "clone_probe.py", "no-keras"])
+    report = json.loads(finished.stdout[len("PROBE "):])
+    assert report["status_at_start"] is None
+
+
+def test_bad_switch_value_warns_once_and_activates():
+    report, finished = probe("no-keras", env={"KERAS_CLONE_FIX": "maybe"})
+    assert len(warnings_in(finished.stderr)) == 1 and "'maybe'" in finished.stderr
+    assert report["status"]["reason"] == "waiting for `import keras`"
+
+
+@affected_only
+def test_without_the_fix_clone_fails(python_without_pth):
+    report, _ = probe(python=python_without_pth)
+    assert report["clone"].startswith("AssertionError: Could not compute output")
+    assert report["status"] is None
+
+
+@affected_only
+def test_pth_alone_fixes_a_program_that_never_mentions_it():
+    report, finished = probe()
+    assert report["clone"] == "ok"
+    assert report["status"]["patched"] is True
+    assert report["status"]["activated_by"] == ".pth at interpreter start"
+    assert warnings_in(finished.stderr) == []
+
+
+@affected_only
+def test_switch_off_leaves_the_bug():
+    for value in ("0", "false", "OFF", "no"):
+        report, _ = probe(env={"KERAS_CLONE_FIX": value})
+        assert report["clone"].startswith("AssertionError: Could not compute output"), value
+        assert report["status"]["patched"] is False
+
+
+BUG_IN_THE_FIX = """
+import runpy
+import keras_clone_fix._fix
+def broken(original):
+    raise RuntimeError("simulated bug in the fix")
+keras_clone_fix._fix.build_fixed_clone = broken
+runpy.run_path("clone_probe.py", run_name="__main__")
+"""
+
+
+@affected_only
+def test_bug_in_activation_leaves_keras_working_and_warns_once():
+    finished = run_python(["-c", BUG_IN_THE_FIX])
+    report = json.loads(finished.stdout.splitlines()[-1][len("PROBE "):])
+    assert report["clone"].startswith("AssertionError: Could not compute output")
+    assert report["status"]["patched"] is False
+    assert "simulated bug in the fix" in report["status"]["reason"]
+    assert len(warnings_in(finished.stderr)) == 1
+
+
+@affected_only
+@pytest.mark.skipif(importlib.util.find_spec("tensorflow") is not None,
+                    reason="TensorFlow itself needs wrapt")
+def test_missing_wrapt_leaves_keras_working_and_warns_once(tmp_path):
+    (tmp_path / "wrapt.py").write_text(u"raise ImportError('simulated: wrapt is missing')\n")
+    report, finished = probe(env={"PYTHONPATH": str(tmp_path)})
+    assert report["clone"].startswith("AssertionError: Could not compute output")
+    assert "simulated: wrapt is missing" in report["status"]["reason"]
+    assert len(warnings_in(finished.stderr)) == 1
