@@ -104,8 +104,8 @@ def _decide(keras, force):
     return affected, reason
 
 
-def _install(models):
-    """Wrap models._clone_functional_model with the fixed routine (lock held)."""
+def _wrap(models):
+    """Wrap models._clone_functional_model with its fixed twin: (original, wrapper)."""
     import wrapt
     from keras_clone_fix._fix import build_fixed_clone
 
@@ -116,8 +116,7 @@ def _install(models):
         return fixed(*args, **kwargs)
 
     # wrapt 2 renamed the first parameter: pass it positionally.
-    _state.wrapper = wrapt.wrap_function_wrapper(models, _TARGET, clone_with_one_mask_per_output)
-    _state.original = original
+    return original, wrapt.wrap_function_wrapper(models, _TARGET, clone_with_one_mask_per_output)
 
 
 def _is_installed(models):
@@ -133,7 +132,7 @@ def _apply(keras, models, force):
     elif not _is_installed(models):
         from keras_clone_fix._fix import UnsupportedCloneFunction
         try:
-            _install(models)
+            _state.original, _state.wrapper = _wrap(models)
         except UnsupportedCloneFunction as error:
             _state.reason = "{}; cannot be patched: keras.models.{} {}".format(
                 reason, _TARGET, error)

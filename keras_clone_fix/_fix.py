@@ -85,24 +85,15 @@ def _function_def(original):
     return definition
 
 
-def _module_of(definition):
+def _check_source_is_running_code(definition, original):
     module = ast.parse("")
     module.body.append(definition)
-    return module
-
-
-def _compile_function_code(module, filename, name):
-    code = compile(module, filename, "exec", dont_inherit=True)
-    return next(const for const in code.co_consts
-                if isinstance(const, types.CodeType) and const.co_name == name)
-
-
-def _check_source_is_running_code(definition, original):
     code = original.__code__
-    compiled = _compile_function_code(
-        _module_of(definition), code.co_filename, code.co_name)
-    if (compiled.co_code, compiled.co_names, compiled.co_varnames) != (
-            code.co_code, code.co_names, code.co_varnames):
+    compiled = next(const for const in compile(module, code.co_filename, "exec",
+                                               dont_inherit=True).co_consts
+                    if isinstance(const, types.CodeType))
+    if (compiled.co_name, compiled.co_code, compiled.co_names, compiled.co_varnames) != (
+            code.co_name, code.co_code, code.co_names, code.co_varnames):
         raise UnsupportedCloneFunction(
             "its source in {} does not match the running code".format(code.co_filename))
 

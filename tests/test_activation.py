@@ -6,6 +6,7 @@ import threading
 import pytest
 
 import keras_clone_fix
+from keras_clone_fix import _activation
 from conftest import AFFECTED, affected_only, keras_free_only, probe
 
 TARGET = "_clone_functional_model"
@@ -98,3 +99,18 @@ def test_patch_without_keras_says_so(restore_fix_state):
     status = keras_clone_fix.patch()
     assert (status.patched, status.keras_version) == (False, None)
     assert status.reason.startswith("keras cannot be imported")
+
+
+def test_wraps_with_the_installed_wrapt():
+    """The wrapt call itself, on wrapt 1.x and 2.x alike (keras-free envs too)."""
+    import types
+
+    import wrapt
+    from test_fix_source import Layer, clone_like
+
+    module = types.ModuleType("stand_in_for_keras_models")
+    module._clone_functional_model = clone_like
+    original, wrapper = _activation._wrap(module)
+    assert original is clone_like and module._clone_functional_model is wrapper
+    assert isinstance(wrapper, wrapt.FunctionWrapper) and wrapper.__wrapped__ is clone_like
+    assert wrapper(Layer("m"), 2) == [("out", "m")] * 2

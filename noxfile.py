@@ -1,0 +1,90 @@
+"""Test matrix: real Keras releases on the Pythons our users run.
+
+    nox                 # every environment below (what .ci/run runs)
+    nox -s demo         # the bug on Keras 2.2.4, then the fix
+    nox -s full         # the long randomised differential run
+    nox -s bench        # clone-time, memory and start-up benchmarks
+
+Each session installs the one wheel built from this tree (never an editable
+install: those carry no .pth file), so tests see what users install.
+"""
+
+import glob
+import os
+import shutil
+import subprocess
+import sys
+
+import nox
+
+nox.options.sessions = ["tests", "wheel"]
+nox.options.error_on_missing_interpreters = True
+nox.needs_version = ">=2024.3.2"
+
+ROOT = os.path.dirname(os.path.abspath(__file__))
+DIST = os.path.join(ROOT, ".nox", "dist")
+TF1 = ["tensorflow==1.15.5", "protobuf<3.21", "h5py<3"]
+QUIET_TF = {"TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONWARNINGS": "ignore::DeprecationWarning,ignore::FutureWarning"}
+
+# id: (python, requirements, environment variables)
+ENVIRONMENTS = {
+    "keras-2.0.8-tf-1.15": ("3.7", TF1 + ["keras==2.0.8"], QUIET_TF),
+    "keras-2.1.6-tf-1.15": ("3.7", TF1 + ["keras==2.1.6"], QUIET_TF),
+    "keras-2.2.4-tf-1.15": ("3.7", TF1 + ["keras==2.2.4"], QUIET_TF),
+    "keras-2.2.5-tf-1.15": ("3.7", TF1 + ["keras==2.2.5"], QUIET_TF),
+    "keras-2.3.1-tf-1.15": ("3.7", TF1 + ["keras==2.3.1"], QUIET_TF),
+    "keras-2.3.1-tf-2.1": ("3.7", ["tensorflow==2.1.4", "keras==2.3.1", "protobuf<3.21",
+                                   "h5py<3"], QUIET_TF),
+    "keras-2.2.4-theano": ("3.7", ["theano==1.0.4", "keras==2.2.4", "numpy<1.19", "scipy<1.6",
+                                   "h5py<3"], {"KERAS_BACKEND": "theano"}),
+    "keras-3-tf-2.21": ("3.11", ["tensorflow-cpu==2.21.*", "keras>=3"], QUIET_TF),
+    "tf-keras-tf-2.21": ("3.11", ["tensorflow-cpu==2.21.*", "tf-keras==2.21.*"], QUIET_TF),
+}
+
+
+def built_wheel():
+    """The wheel of this tree, built once per nox run."""
+    wheels = glob.glob(os.path.join(DIST, "*.whl"))
+    if not wheels:
+        shutil.rmtree(DIST, ignore_errors=True)
+        subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet",
+                        "--wheel-dir", DIST, ROOT], check=True)
+        wheels = glob.glob(os.path.join(DIST, "*.whl"))
+    (wheel,) = wheels
+    return wheel
+
+
+def install(session, *requirements):
+    session.install(built_wheel(), "pytest", *requirements)
+
+
+@nox.session(venv_backend="venv")
+@nox.parametrize("python,requirements,env",
+                 [nox.param(*spec, id=name) for name, spec in ENVIRONMENTS.items()])
+def tests(session, requirements, env):
+    """The whole suite against one real keras environment."""
+    install(session, *requirements)
+    session.run("pytest", *session.posargs, env=env)
+
+
+@nox.session(venv_backend="venv", python=["3.6", "3.7", "3.8", "3.9", "3.10", "3.11",
+                                          "3.12", "3.13"])
+def wheel(session):
+    """The wheel installs and activates on every Python, with the newest wrapt
+    each allows (1.16 before 3.9; 2.x after), keras not installed."""
+    install(session)
+    session.run("pytest", *session.posargs)
+    session.install("wrapt<2")
+    session.run("pytest", "-q", "tests/test_fix_source.py", "tests/test_bootstrap.py",
+                *session.posargs)
+
+
+@nox.session(venv_backend="venv", python="3.7")
+def demo(session):
+    """Show the bug on a real affected keras, then the fix."""
+    install(session, *TF1, "keras==2.2.4")
+    session.log("without the fix (KERAS_CLONE_FIX=0): expect a failure")
+    session.run("python", "-m", "keras_clone_fix", env=dict(QUIET_TF, KERAS_CLONE_FIX="0"),
+                success_codes=[1])
+    session.log("with the fix, activated by the installed .pth")
+    session.run("python", "-m", "keras_clone_fix", env=QUIET_TF)

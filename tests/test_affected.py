@@ -1,0 +1,30 @@
+"""The version guard table."""
+
+import pytest
+
+from keras_clone_fix._affected import RELEASES, is_affected, parse_version
+
+
+@pytest.mark.parametrize("version, affected", [
+    ("1.2.2", False), ("2.0.6", False),
+    ("2.0.7", True), ("2.1.6", True), ("2.2.4", True), ("2.2.5", True), ("2.3.1", True),
+    ("2.4.0", False), ("2.15.0", False), ("3.0.0", False), ("3.15.1", False),
+])
+def test_releases(version, affected):
+    assert is_affected(version)[0] is affected
+
+
+@pytest.mark.parametrize("version", ["2.2.4-tf", "2.3.0rc1", "2.2", "", None, 2.2])
+def test_unrecognised_versions_are_not_guessed(version):
+    affected, reason = is_affected(version)
+    assert affected is None and repr(version) in reason
+
+
+def test_ranges_cover_every_version_once_with_a_reason():
+    for (_, past, _, why), (first, _, _, _) in zip(RELEASES, RELEASES[1:]):
+        assert past == first and why
+    assert RELEASES[0][0] == (0, 0, 0) and RELEASES[-1][1] is None
+
+
+def test_parse_version():
+    assert parse_version("2.10.3") == (2, 10, 3)

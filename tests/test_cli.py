@@ -1,0 +1,48 @@
+"""python -m keras_clone_fix: the self-check."""
+
+import json
+
+from conftest import AFFECTED, KERAS, affected_only, keras_free_only, run_python
+
+
+def self_check(*options, **kwargs):
+    return run_python(["-m", "keras_clone_fix"] + list(options), **kwargs)
+
+
+def test_json_report_matches_the_environment():
+    finished = self_check("--json")
+    report = json.loads(finished.stdout)
+    assert report["ok"] is True and finished.returncode == 0
+    if KERAS is None:
+        assert report["keras"] is None and "keras is not installed" in report["result"]
+    else:
+        assert report["patched"] is AFFECTED and report["affected"] is AFFECTED
+        assert report["result"].startswith("clone_model works")
+
+
+@keras_free_only
+def test_without_keras_says_so_and_succeeds():
+    finished = self_check()
+    assert finished.returncode == 0
+    assert "keras is not installed" in finished.stdout
+
+
+@affected_only
+def test_reports_the_fix_and_how_it_was_activated():
+    finished = self_check()
+    assert finished.returncode == 0
+    assert "activated by: .pth at interpreter start" in finished.stdout
+    assert "patched: True" in finished.stdout
+
+
+@affected_only
+def test_fails_clearly_when_the_fix_is_switched_off():
+    finished = self_check(env={"KERAS_CLONE_FIX": "0"})
+    assert finished.returncode == 1
+    assert "clone_model failed: AssertionError: Could not compute output" in finished.stdout
+    assert "activation switched off by KERAS_CLONE_FIX=0" in finished.stdout
+
+
+def test_bad_option_is_named():
+    finished = self_check("--jsn")
+    assert finished.returncode == 2 and "--jsn" in finished.stderr

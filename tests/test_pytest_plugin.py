@@ -1,0 +1,60 @@
+"""The pytest plugin, run in a fresh pytest process on a small test file."""
+
+import textwrap
+
+from conftest import TESTS, affected_only, run_python
+
+USES_THE_FIXTURE = textwrap.dedent("""
+    import sys
+
+    import keras_clone_fix
+    from clone_probe import clone_two_output_model
+
+
+    def test_loading_the_plugin_imported_no_keras():
+        assert not {"keras", "tensorflow"} & set(sys.modules)
+
+
+    def test_before():
+        from keras.models import clone_model
+        assert not keras_clone_fix.status().patched
+        assert clone_two_output_model(clone_model).startswith("AssertionError")
+
+
+    def test_with_the_fixture(keras_clone_fix):
+        from keras.models import clone_model
+        assert keras_clone_fix.patched
+        assert keras_clone_fix.activated_by == "pytest fixture keras_clone_fix"
+        assert clone_two_output_model(clone_model) == "ok"
+
+
+    def test_after():
+        from keras.models import clone_model
+        assert not keras_clone_fix.status().patched
+        assert clone_two_output_model(clone_model).startswith("AssertionError")
+""")
+
+
+def run_pytest(tmp_path, test_source, *options, env=None):
+    (tmp_path / "test_user.py").write_text(test_source)
+    return run_python(["-m", "pytest", "-p", "no:cacheprovider", "-v",
+                       "--rootdir", str(tmp_path), str(tmp_path)] + list(options),
+                      env=dict({"PYTHONPATH": TESTS}, **(env or {})), cwd=str(tmp_path))
+
+
+def test_header_names_the_state(tmp_path):
+    finished = run_pytest(tmp_path, u"def test_nothing():\n    pass\n")
+    assert "keras-clone-fix 0.1.0: not patched (waiting for `import keras`)" in finished.stdout
+
+
+def test_no_keras_clone_fix_disables_the_plugin(tmp_path):
+    finished = run_pytest(tmp_path, u"def test_it(keras_clone_fix):\n    pass\n",
+                          "-p", "no:keras_clone_fix")
+    assert "keras-clone-fix" not in finished.stdout
+    assert "fixture 'keras_clone_fix' not found" in finished.stdout
+
+
+@affected_only
+def test_fixture_patches_only_inside_its_test(tmp_path):
+    finished = run_pytest(tmp_path, USES_THE_FIXTURE, env={"KERAS_CLONE_FIX": "0"})
+    assert "4 passed" in finished.stdout, finished.stdout + finished.stderr
