@@ -3,6 +3,9 @@
 Importing this package applies the fix: at once if keras is imported
 already, otherwise right after `import keras`. Set KERAS_CLONE_FIX=0 to
 import it without activating; patch() still works then.
+
+PYTEST_DONT_REWRITE: the .pth imports this package before pytest starts,
+so pytest could not rewrite its asserts (it has none) and would warn so.
 """
 
 from keras_clone_fix._activation import (
