@@ -4,6 +4,14 @@ Importing this module costs next to nothing: it needs only modules every
 interpreter has loaded at start. wrapt, keras and the fix itself are
 imported when keras arrives, never before, so a process that never imports
 keras pays no more than a `sys.meta_path` entry.
+
+The wait for keras is not wrapt's post-import hook: importing wrapt costs
+20 - 95 ms, too much for a .pth that every interpreter runs. It is the same
+idea in a few lines: a `sys.meta_path` finder that answers only for "keras",
+lets the other finders find it, and hands back its spec with a loader that
+patches once keras' `__init__` has run. That loader stands in only while
+keras executes; afterwards keras' `__loader__` and `__spec__.loader` are the
+real loader again.
 """
 
 import os
@@ -66,7 +74,10 @@ _state = _State()
 
 def _warn(message):
     import warnings
-    warnings.warn("keras-clone-fix: " + message, KerasCloneFixWarning, stacklevel=3)
+    try:
+        warnings.warn("keras-clone-fix: " + message, KerasCloneFixWarning, stacklevel=3)
+    except Warning:  # warnings turned into errors must not break `import keras`
+        sys.stderr.write("KerasCloneFixWarning: keras-clone-fix: {}\n".format(message))
 
 
 def _log(message):
@@ -100,7 +111,7 @@ def _decide(keras, force):
     if affected is None:
         if force:
             return True, reason + "; forced"
-        return False, reason + "; not patched (set {}=1 to patch anyway)".format(FORCE)
+        return False, reason + " (set {}=1 to patch it anyway)".format(FORCE)
     return affected, reason
 
 
@@ -152,6 +163,53 @@ def _apply_quietly():
             _warn(_state.reason + "; clone_model is not patched")
 
 
+class _LoaderThenCallback(object):
+    def __init__(self, loader, callback):
+        self._loader = loader
+        self._callback = callback
+
+    def __getattr__(self, name):
+        return getattr(self._loader, name)
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module):
+        try:
+            self._loader.exec_module(module)
+        finally:
+            module.__loader__ = module.__spec__.loader = self._loader
+        self._callback()
+
+
+class _KerasImportWatcher(object):
+    """A meta path finder: calls `callback()` (which must not raise) after
+    the first successful `import keras`, then takes itself off sys.meta_path."""
+
+    def __init__(self, callback):
+        self._callback = callback
+        self._finding = False
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != "keras" or self._finding:
+            return None
+        import importlib.util
+        self._finding = True  # the lookup below comes back here
+        try:
+            spec = importlib.util.find_spec(fullname)
+        finally:
+            self._finding = False
+        if spec is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        spec.loader = _LoaderThenCallback(spec.loader, self._imported)
+        return spec
+
+    def _imported(self):
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+        self._callback()
+
+
 def _keras_arrived():
     """The import watcher's callback: keras has just been imported."""
     with _lock:
@@ -162,8 +220,7 @@ def _keras_arrived():
 def _arm():
     """Wait for `import keras` (lock held)."""
     if _state.watcher is None:
-        from keras_clone_fix._import_watch import KerasImportWatcher
-        _state.watcher = KerasImportWatcher(_keras_arrived)
+        _state.watcher = _KerasImportWatcher(_keras_arrived)
         sys.meta_path.insert(0, _state.watcher)
 
 
@@ -199,15 +256,18 @@ def patch(force=False, source="keras_clone_fix.patch()"):
     force=True also patches a keras whose version is not recognised.
     Raises PatchError if an affected keras cannot be patched.
     """
+    try:
+        # Not under _lock: a thread importing keras meanwhile holds keras'
+        # import lock and waits for _lock in _keras_arrived().
+        import keras  # noqa: F401  (the caller asked for keras)
+    except ImportError as error:
+        with _lock:
+            _state.reason = "keras cannot be imported: {}".format(error)
+            return status()
     with _lock:
         _disarm()
         _state.activated_by = source
-        try:
-            import keras  # noqa: F401  (the caller asked for keras)
-        except ImportError as error:
-            _state.reason = "keras cannot be imported: {}".format(error)
-        else:
-            _apply(*_keras_models(), force=force)
+        _apply(*_keras_models(), force=force)
         return status()
 
 
@@ -253,10 +313,10 @@ def restore_state(saved):
         # Waiting meant "patch when keras arrives": if it arrived meanwhile,
         # patched is the state the wait would have led to.
         keras_arrived = was_waiting and "keras" in sys.modules
-        if keras_arrived:
-            return
-        if not was_patched:
-            unpatch()
-        if was_waiting:
-            _arm()
-        _state.activated_by, _state.reason = activated_by, reason
+        if not keras_arrived:
+            if not was_patched:
+                unpatch()
+            if was_waiting:
+                _arm()
+            _state.reason = reason
+        _state.activated_by = activated_by

@@ -26,9 +26,22 @@ affected_only = pytest.mark.skipif(not AFFECTED, reason="needs Keras 2.0.7 - 2.3
 keras_free_only = pytest.mark.skipif(KERAS is not None, reason="needs an environment without keras")
 
 
+def skip_module_unless_affected():
+    if not AFFECTED:
+        pytest.skip("needs multi-backend Keras 2.0.7 - 2.3.1", allow_module_level=True)
+
+
 def pytest_report_header(config):
     return "keras_clone_fix under test: {}; keras {}".format(
         os.path.dirname(keras_clone_fix.__file__), KERAS)
+
+
+def pytest_terminal_summary(terminalreporter):
+    random_models = sys.modules.get("test_random_models")
+    if random_models and random_models.SHAPES:
+        terminalreporter.write_sep("-", "random models: how many had each feature")
+        for feature, count in sorted(random_models.SHAPES.items()):
+            terminalreporter.write_line("{:>5}  {}".format(count, feature))
 
 
 def run_python(args, python=sys.executable, env=None, cwd=TESTS):
@@ -78,6 +91,15 @@ def clone_mode(request):
         assert not keras_clone_fix.unpatch().patched
     yield request.param
     _activation.restore_state(saved)
+
+
+@pytest.fixture
+def fresh_graph():
+    """A new backend graph after the test (Theano has no session to clear)."""
+    yield
+    from keras import backend
+    if hasattr(backend, "clear_session"):
+        backend.clear_session()
 
 
 @pytest.fixture

@@ -96,8 +96,15 @@ def predict(model, inputs, feeds=None):
     return outputs if isinstance(outputs, list) else [outputs]
 
 
+def copy_weights(model, clone):
+    """Layer by layer, by name: the order of model.layers (and so of
+    get_weights()) may differ in a clone among layers of equal depth."""
+    for layer in model.layers:
+        clone.get_layer(layer.name).set_weights(layer.get_weights())
+
+
 def assert_same_predictions(model, clone, inputs, clone_feeds=None):
-    clone.set_weights(model.get_weights())
+    copy_weights(model, clone)
     expected, got = predict(model, inputs), predict(clone, inputs, clone_feeds)
     assert len(got) == len(expected)
     for want, have in zip(expected, got):

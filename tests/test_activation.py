@@ -80,6 +80,30 @@ def test_patch_and_unpatch_racing_from_many_threads(restore_fix_state):
 
 
 @affected_only
+def test_patch_unpatch_cycles_keep_the_original(restore_fix_state):
+    import keras.models
+    from clone_probe import clone_two_output_model
+    keras_clone_fix.unpatch()
+    original = getattr(keras.models, TARGET)
+    for _ in range(3):
+        assert keras_clone_fix.patch().patched
+        assert getattr(keras.models, TARGET).__wrapped__ is original
+        assert clone_two_output_model(keras.models.clone_model) == "ok"
+        keras_clone_fix.unpatch()
+        assert getattr(keras.models, TARGET) is original
+        assert clone_two_output_model(keras.models.clone_model).startswith("AssertionError")
+
+
+@affected_only
+def test_reloading_the_package_keeps_one_wrapper(restore_fix_state):
+    import keras.models
+    keras_clone_fix.patch()
+    wrapper = getattr(keras.models, TARGET)
+    importlib.reload(keras_clone_fix)
+    assert getattr(keras.models, TARGET) is wrapper and keras_clone_fix.status().patched
+
+
+@affected_only
 def test_unrecognised_version_is_skipped_unless_forced(restore_fix_state, monkeypatch):
     import keras
     keras_clone_fix.unpatch()

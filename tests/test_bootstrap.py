@@ -74,24 +74,38 @@ def test_switch_off_leaves_the_bug():
         assert report["status"]["patched"] is False
 
 
-BUG_IN_THE_FIX = """
+BUG_IN_ACTIVATION = """
 import runpy
-import keras_clone_fix._fix
-def broken(original):
-    raise RuntimeError("simulated bug in the fix")
-keras_clone_fix._fix.build_fixed_clone = broken
+import keras_clone_fix.{module}
+def broken(*args):
+    raise RuntimeError("simulated bug in {module}.{function}")
+keras_clone_fix.{module}.{function} = broken
 runpy.run_path("clone_probe.py", run_name="__main__")
 """
 
 
 @affected_only
-def test_bug_in_activation_leaves_keras_working_and_warns_once():
-    finished = run_python(["-c", BUG_IN_THE_FIX])
+@pytest.mark.parametrize("module, function", [("_fix", "build_fixed_clone"),
+                                              ("_affected", "is_affected")])
+def test_bug_in_activation_leaves_keras_working_and_warns_once(module, function):
+    finished = run_python(["-c", BUG_IN_ACTIVATION.format(module=module, function=function)])
     report = json.loads(finished.stdout.splitlines()[-1][len("PROBE "):])
     assert report["clone"].startswith("AssertionError: Could not compute output")
     assert report["status"]["patched"] is False
-    assert "simulated bug in the fix" in report["status"]["reason"]
+    assert "simulated bug in " + module in report["status"]["reason"]
     assert len(warnings_in(finished.stderr)) == 1
+
+
+def test_broken_keras_fails_to_import_as_it_would_without_us(tmp_path):
+    (tmp_path / "keras").mkdir()
+    (tmp_path / "keras" / "__init__.py").write_text(u"raise ImportError('simulated broken keras')\n")
+    program = ("import keras_clone_fix\n"
+               "try:\n    import keras\nexcept ImportError as error:\n    print(repr(error))\n"
+               "print(keras_clone_fix.status().reason)\n")
+    finished = run_python(["-c", program], env={"PYTHONPATH": str(tmp_path)})
+    assert finished.stdout == ("ImportError('simulated broken keras')\n"
+                               "waiting for `import keras`\n")
+    assert finished.stderr == ""
 
 
 @affected_only
