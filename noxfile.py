@@ -88,3 +88,27 @@ def demo(session):
                 success_codes=[1])
     session.log("with the fix, activated by the installed .pth")
     session.run("python", "-m", "keras_clone_fix", env=QUIET_TF)
+
+
+@nox.session(venv_backend="venv", python="3.7")
+@nox.parametrize("keras_version", ["2.2.4", "2.3.1"])
+def full(session, keras_version):
+    """The randomised differential test with 250 models."""
+    install(session, *TF1, "keras==" + keras_version)
+    session.run("pytest", "tests/test_random_models.py", *session.posargs,
+                env=dict(QUIET_TF, RANDOM_MODELS="250"))
+
+
+@nox.session(venv_backend="venv", python="3.7")
+def bench(session):
+    """Clone time, memory and start-up figures: Python 3.7, TF 1.15, Keras 2.2.5."""
+    install(session, *TF1, "keras==2.2.5")
+    session.run("python", "benchmarks/clone_time.py", env=QUIET_TF)
+    session.run("python", "benchmarks/startup.py", env=QUIET_TF)
+
+
+@nox.session(venv_backend="venv", python="3.13")
+def startup(session):
+    """Start-up figures on the newest Python, with wrapt 2 installed."""
+    install(session)
+    session.run("python", "benchmarks/startup.py")

@@ -1,0 +1,122 @@
+"""What the fix costs clone_model: prints figures, asserts nothing.
+
+    nox -s bench      (Python 3.7, TensorFlow 1.15, Keras 2.2.5)
+
+The reference is Keras 2.2.5's own _clone_functional_model, unpatched, in
+the same process: it clones ResNet50 (no multi-output layers) and graphs of
+two-output Lambda layers (the case 2.2.5 fixed) correctly, so patched and
+reference clone the same models. Patched and reference runs alternate.
+"""
+
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+
+import keras
+from keras import backend as K
+from keras.layers import Add, Input, Lambda
+
+import keras_clone_fix
+
+REPEATS = 10
+
+
+def split_graph(layers, depth=100):
+    """`layers` layers: Input, chains of `depth` layers - (two-output Lambda
+    -> Add) pairs - side by side, and an Add of the chains. Chains, not one
+    long line: Keras walks graphs recursively, and deep ones overflow."""
+    x = Input(shape=(8,))
+    ends = []
+    for _ in range((layers - 2) // depth):
+        y = x
+        for _ in range(depth // 2):
+            first, second = Lambda(lambda t: [t, t * 0.5], output_shape=lambda s: [s, s])(y)
+            y = Add()([first, second])
+        ends.append(y)
+    return keras.models.Model(x, Add()(ends))
+
+
+def resnet50():
+    return keras.applications.ResNet50(weights=None)
+
+
+def clone_seconds(build, patched):
+    """Build a model in a new graph, then time one clone of it."""
+    K.clear_session()
+    model = build()
+    (keras_clone_fix.patch if patched else keras_clone_fix.unpatch)()
+    began = time.perf_counter()
+    keras.models.clone_model(model)
+    return time.perf_counter() - began
+
+
+def compare(name, build, repeats=REPEATS):
+    patched, reference = [], []
+    for _ in range(repeats):
+        patched.append(clone_seconds(build, True))
+        reference.append(clone_seconds(build, False))
+    fixed, plain = statistics.median(patched), statistics.median(reference)
+    print("| {} | {:.3f} s | {:.3f} s | {:.3f} |".format(name, fixed, plain, fixed / plain))
+
+
+def scaling(sizes=(202, 302, 1002, 3002), repeats=5):
+    print("\npatched clone time by size (median of {}):\n".format(repeats))
+    print("| layers | clone | per layer |\n|---|---|---|")
+    for size in sizes:
+        seconds = statistics.median(
+            clone_seconds(lambda: split_graph(size), True) for _ in range(repeats))
+        print("| {} | {:.3f} s | {:.2f} ms |".format(size, seconds, seconds / size * 1e3))
+
+
+def rss_megabytes():
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2.0 ** 20
+
+
+def memory_growth(patched, clones=200, warm_up=10):
+    """In this process: RSS growth over `clones` clones after a warm-up."""
+    (keras_clone_fix.patch if patched else keras_clone_fix.unpatch)()
+    for index in range(warm_up + clones):
+        if index == warm_up:
+            before = rss_megabytes()
+        K.clear_session()
+        keras.models.clone_model(split_graph(102))
+    return rss_megabytes() - before
+
+
+def memory(clones=200):
+    print("\nRSS growth over {} clones of a 102-layer graph, K.clear_session() between,"
+          " each mode in a fresh process:\n".format(clones))
+    print("| mode | RSS growth |\n|---|---|")
+    for mode in ("patched", "unpatched"):
+        finished = subprocess.run([sys.executable, __file__, "--memory", mode], check=True,
+                                  stdout=subprocess.PIPE, universal_newlines=True)
+        print("| {} | {} MiB |".format(mode, finished.stdout.split()[-1]))
+
+
+def machine():
+    with open("/proc/cpuinfo") as cpuinfo:
+        cpu = next(line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name"))
+    import tensorflow
+    return "{}, {} cores; Python {}; TensorFlow {}; Keras {}".format(
+        cpu, os.cpu_count(), platform.python_version(), tensorflow.__version__, keras.__version__)
+
+
+def main():
+    print(machine())
+    print("\nclone time, median of {} alternating runs:\n".format(REPEATS))
+    print("| model | patched | Keras' own | ratio |\n|---|---|---|---|")
+    compare("ResNet50(weights=None)", resnet50)
+    compare("1,002 layers, 500 two-output", lambda: split_graph(1002))
+    scaling()
+    memory()
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["--memory"]:
+        print("{:.1f}".format(memory_growth(sys.argv[2] == "patched")))
+    else:
+        main()
