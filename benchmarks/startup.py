@@ -12,6 +12,7 @@ however it ends.
 
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -72,6 +73,17 @@ def importtime_of_our_modules():
     return rows
 
 
+def instructions():
+    """Instructions `python -c pass` executes (valgrind's callgrind): the
+    same count on every run, whatever else the machine is doing."""
+    finished = run("-c", "pass") if shutil.which("valgrind") is None else subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+         sys.executable, "-c", "pass"], env=ENV, check=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+    counts = [line.split()[-1] for line in finished.stderr.splitlines() if "Collected" in line]
+    return int(counts[0]) if counts else None
+
+
 def main(runs=40):
     print("python {} on {} ({} cores)".format(platform.python_version(), platform.processor()
                                             or platform.machine(), os.cpu_count()))
@@ -81,6 +93,12 @@ def main(runs=40):
     print("  with keras_clone_fix.pth    {:8.2f} ms".format(median_with * 1e3))
     print("  without it                  {:8.2f} ms".format(median_without * 1e3))
     print("  difference                  {:8.2f} ms".format((median_with - median_without) * 1e3))
+    with_pth = instructions()
+    if with_pth:
+        with PthMovedAside():
+            without_pth = instructions()
+        print("instructions (callgrind): {:,} with the .pth, {:,} without: {:+,} ({:+.1%})".format(
+            with_pth, without_pth, with_pth - without_pth, (with_pth - without_pth) / without_pth))
     print("modules in sys.modules at start only because of the .pth:")
     print("  " + " ".join(modules_added_by_the_pth()))
     print("python -X importtime, our modules (self µs, cumulative µs):")

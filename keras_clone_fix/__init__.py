@@ -4,15 +4,123 @@ Importing this package applies the fix: at once if keras is imported
 already, otherwise right after `import keras`. Set KERAS_CLONE_FIX=0 to
 import it without activating; patch() still works then.
 
+This module is the interpreter-start bootstrap too: keras_clone_fix.pth
+imports it in every interpreter of the environment, so it is all that loads
+before keras does. It holds the API, the switch and the wait for
+`import keras`, and imports nothing Python has not loaded at start; the rest
+(_activation, _fix, wrapt) loads when keras arrives or the API is used. One
+module, not a package plus a bootstrap submodule: each module imported at
+start costs about 0.5 million instructions (0.2 ms) here.
+
 PYTEST_DONT_REWRITE: the .pth imports this package before pytest starts,
 so pytest could not rewrite its asserts (it has none) and would warn so.
 """
 
-from keras_clone_fix._activation import (
-    KerasCloneFixWarning, PatchError, Status, patch, status, unpatch)
-from keras_clone_fix._activation import activate as _activate
+import os
+import sys
+import _thread
 
 __version__ = "0.1.0"
-__all__ = ["KerasCloneFixWarning", "PatchError", "Status", "patch", "status", "unpatch"]
+__all__ = ["KerasCloneFixWarning", "PatchError", "patch", "status", "unpatch"]
+
+SWITCH = "KERAS_CLONE_FIX"
+SWITCH_OFF = ("0", "false", "off", "no")
+SWITCH_ON = ("1", "true", "on", "yes")
+
+
+class KerasCloneFixWarning(RuntimeWarning):
+    """Activation could not patch keras; clone_model runs unpatched."""
+
+
+class PatchError(RuntimeError):
+    """patch() could not patch an affected keras."""
+
+
+def patch(force=False):
+    """Import keras and patch it if this release is affected; returns status().
+
+    force=True also patches a keras whose version is not recognised.
+    Idempotent and thread-safe. Raises PatchError if an affected keras
+    cannot be patched.
+    """
+    from keras_clone_fix import _activation
+    return _activation.patch(force=force)
+
+
+def unpatch():
+    """Put back keras' own _clone_functional_model (the very same function
+    object) and stop waiting for keras; returns status()."""
+    from keras_clone_fix import _activation
+    return _activation.unpatch()
+
+
+def status():
+    """The fix's state: an object with patched (bool), keras_version (str or
+    None), reason (str) and activated_by (str or None). Imports no keras."""
+    from keras_clone_fix import _activation
+    return _activation.status()
+
+
+class _State(object):
+    """The fix's state in this process; _activation does the rest with it."""
+    lock = _thread.RLock()
+    original = None      # keras.models._clone_functional_model as found
+    wrapper = None       # our wrapt FunctionWrapper while it is installed
+    watcher = None       # the _KerasImportWatcher while waiting for keras
+    activated_by = None  # what asked for the fix
+    reason = None        # the last decision, for people; None: none yet
+
+
+_state = _State()
+
+
+class _KerasImportWatcher(object):
+    """A sys.meta_path finder waiting for `import keras`: _activation.watch_keras
+    does the work, when keras is imported."""
+    finding = False
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != "keras" or self.finding:
+            return None
+        from keras_clone_fix import _activation
+        return _activation.watch_keras(self)
+
+
+def _arm():
+    """Wait for `import keras` (lock held)."""
+    if _state.watcher is None:
+        _state.watcher = _KerasImportWatcher()
+        sys.meta_path.insert(0, _state.watcher)
+
+
+def _activate(source):
+    """Patch keras now, or when it is imported, unless KERAS_CLONE_FIX=0;
+    `source` says who asked. Never raises."""
+    try:
+        with _state.lock:
+            if _state.activated_by is not None:
+                # Active already: the .pth imports this package (activating
+                # as an import), then says it was the .pth.
+                _state.activated_by = source
+                return
+            value = os.environ.get(SWITCH, "").strip().lower()
+            if value in SWITCH_OFF:
+                _state.reason = "activation switched off by {}={}".format(
+                    SWITCH, os.environ[SWITCH])
+                return
+            if value and value not in SWITCH_ON:
+                from keras_clone_fix import _activation
+                _activation.warn("{}={!r} is not one of {}; activating".format(
+                    SWITCH, os.environ[SWITCH], "/".join(SWITCH_ON + SWITCH_OFF)))
+            _state.activated_by = source
+            if "keras" in sys.modules:
+                from keras_clone_fix import _activation
+                _activation.keras_arrived()
+            else:
+                _arm()
+    except Exception as error:  # activation must never break the program
+        from keras_clone_fix import _activation
+        _activation.warn("activation failed: {}: {}".format(type(error).__name__, error))
+
 
 _activate("import keras_clone_fix")

@@ -11,7 +11,8 @@ import json
 import sys
 
 HEAVY = ("keras", "tensorflow", "theano", "wrapt", "numpy")
-LAZY_PARTS = ("keras_clone_fix._fix", "keras_clone_fix._affected", "keras_clone_fix._cli")
+LAZY_PARTS = ("keras_clone_fix._activation", "keras_clone_fix._fix", "keras_clone_fix._affected",
+              "keras_clone_fix._cli")
 
 
 def loaded(names):

@@ -100,10 +100,10 @@ def test_broken_keras_fails_to_import_as_it_would_without_us(tmp_path):
     (tmp_path / "keras").mkdir()
     (tmp_path / "keras" / "__init__.py").write_text(u"raise ImportError('simulated broken keras')\n")
     program = ("import keras_clone_fix\n"
-               "try:\n    import keras\nexcept ImportError as error:\n    print(repr(error))\n"
+               "try:\n    import keras\nexcept ImportError as error:\n    print('ImportError:', error)\n"
                "print(keras_clone_fix.status().reason)\n")
     finished = run_python(["-c", program], env={"PYTHONPATH": str(tmp_path)})
-    assert finished.stdout == ("ImportError('simulated broken keras')\n"
+    assert finished.stdout == ("ImportError: simulated broken keras\n"
                                "waiting for `import keras`\n")
     assert finished.stderr == ""
 
