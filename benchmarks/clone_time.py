@@ -5,9 +5,11 @@
 The reference is Keras 2.2.5's own _clone_functional_model, unpatched, in
 the same process: it clones ResNet50 (no multi-output layers) and graphs of
 two-output Lambda layers (the case 2.2.5 fixed) correctly, so patched and
-reference clone the same models. Patched and reference runs alternate.
+reference clone the same models. Patched and reference runs alternate, and
+each time is the CPU time of one clone, garbage collection kept out of it.
 """
 
+import gc
 import os
 import platform
 import statistics
@@ -44,31 +46,42 @@ def resnet50():
 
 
 def clone_seconds(build, patched):
-    """Build a model in a new graph, then time one clone of it."""
+    """Build a model in a new graph, then time one clone of it: CPU time,
+    with the garbage collector run before and kept out of the clone."""
     K.clear_session()
     model = build()
     (keras_clone_fix.patch if patched else keras_clone_fix.unpatch)()
-    began = time.perf_counter()
-    keras.models.clone_model(model)
-    return time.perf_counter() - began
+    gc.collect()
+    gc.disable()
+    try:
+        began = time.process_time()
+        keras.models.clone_model(model)
+        return time.process_time() - began
+    finally:
+        gc.enable()
+
+
+def medians(build, repeats):
+    """(patched, reference) median clone seconds; the order alternates too."""
+    patched, reference = [], []
+    for repeat in range(repeats):
+        for is_patched in ((True, False) if repeat % 2 == 0 else (False, True)):
+            (patched if is_patched else reference).append(clone_seconds(build, is_patched))
+    return statistics.median(patched), statistics.median(reference)
 
 
 def compare(name, build, repeats=REPEATS):
-    patched, reference = [], []
-    for _ in range(repeats):
-        patched.append(clone_seconds(build, True))
-        reference.append(clone_seconds(build, False))
-    fixed, plain = statistics.median(patched), statistics.median(reference)
+    fixed, plain = medians(build, repeats)
     print("| {} | {:.3f} s | {:.3f} s | {:.3f} |".format(name, fixed, plain, fixed / plain))
 
 
 def scaling(sizes=(202, 302, 1002, 3002), repeats=5):
-    print("\npatched clone time by size (median of {}):\n".format(repeats))
-    print("| layers | clone | per layer |\n|---|---|---|")
+    print("\nclone time by size, median of {} alternating runs:\n".format(repeats))
+    print("| layers | patched | Keras' own | ratio | patched per layer |\n|---|---|---|---|---|")
     for size in sizes:
-        seconds = statistics.median(
-            clone_seconds(lambda: split_graph(size), True) for _ in range(repeats))
-        print("| {} | {:.3f} s | {:.2f} ms |".format(size, seconds, seconds / size * 1e3))
+        fixed, plain = medians(lambda: split_graph(size), repeats)
+        print("| {} | {:.3f} s | {:.3f} s | {:.3f} | {:.2f} ms |".format(
+            size, fixed, plain, fixed / plain, fixed / size * 1e3))
 
 
 def rss_megabytes():
@@ -83,12 +96,12 @@ def memory_growth(patched, clones=200, warm_up=10):
         if index == warm_up:
             before = rss_megabytes()
         K.clear_session()
-        keras.models.clone_model(split_graph(102))
+        keras.models.clone_model(split_graph(202))
     return rss_megabytes() - before
 
 
 def memory(clones=200):
-    print("\nRSS growth over {} clones of a 102-layer graph, K.clear_session() between,"
+    print("\nRSS growth over {} clones of a 202-layer graph, K.clear_session() between,"
           " each mode in a fresh process:\n".format(clones))
     print("| mode | RSS growth |\n|---|---|")
     for mode in ("patched", "unpatched"):

@@ -99,7 +99,6 @@ def disarm():
     state.watcher = None
 
 
-
 class Status(object):
     """The fix's state in this process.
 
