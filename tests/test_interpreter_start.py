@@ -76,7 +76,10 @@ def test_switch_off_leaves_the_bug():
 
 BUG_IN_ACTIVATION = """
 import runpy
+import warnings
+import keras_clone_fix
 import keras_clone_fix.{module}
+warnings.simplefilter("{action}", keras_clone_fix.KerasCloneFixWarning)
 def broken(*args):
     raise RuntimeError("simulated bug in {module}.{function}")
 keras_clone_fix.{module}.{function} = broken
@@ -85,10 +88,14 @@ runpy.run_path("clone_probe.py", run_name="__main__")
 
 
 @affected_only
-@pytest.mark.parametrize("module, function", [("_fix", "build_fixed_clone"),
-                                              ("_affected", "is_affected")])
-def test_bug_in_activation_leaves_keras_working_and_warns_once(module, function):
-    finished = run_python(["-c", BUG_IN_ACTIVATION.format(module=module, function=function)])
+@pytest.mark.parametrize("module, function, action", [
+    ("_fix", "build_fixed_clone", "default"),
+    ("_affected", "is_affected", "default"),
+    ("_fix", "build_fixed_clone", "error"),  # warnings as errors: still no exception
+])
+def test_bug_in_activation_leaves_keras_working_and_warns_once(module, function, action):
+    program = BUG_IN_ACTIVATION.format(module=module, function=function, action=action)
+    finished = run_python(["-c", program])
     report = json.loads(finished.stdout.splitlines()[-1][len("PROBE "):])
     assert report["clone"].startswith("AssertionError: Could not compute output")
     assert report["status"]["patched"] is False
