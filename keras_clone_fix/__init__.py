@@ -93,6 +93,21 @@ def _arm():
         sys.meta_path.insert(0, _state.watcher)
 
 
+def _env_flag(name, default):
+    """An on/off environment variable; any other value warns and counts as
+    `default`."""
+    value = os.environ.get(name, "").strip().lower()
+    if value in SWITCH_OFF:
+        return False
+    if value in SWITCH_ON:
+        return True
+    if value:
+        from keras_clone_fix import _activation
+        _activation.warn("{}={!r} is not one of {}; using the default ({})".format(
+            name, os.environ[name], "/".join(SWITCH_ON + SWITCH_OFF), "on" if default else "off"))
+    return default
+
+
 def _activate(source):
     """Patch keras now, or when it is imported, unless KERAS_CLONE_FIX=0;
     `source` says who asked. Never raises."""
@@ -103,15 +118,10 @@ def _activate(source):
                 # as an import), then says it was the .pth.
                 _state.activated_by = source
                 return
-            value = os.environ.get(SWITCH, "").strip().lower()
-            if value in SWITCH_OFF:
+            if not _env_flag(SWITCH, default=True):
                 _state.reason = "activation switched off by {}={}".format(
                     SWITCH, os.environ[SWITCH])
                 return
-            if value and value not in SWITCH_ON:
-                from keras_clone_fix import _activation
-                _activation.warn("{}={!r} is not one of {}; activating".format(
-                    SWITCH, os.environ[SWITCH], "/".join(SWITCH_ON + SWITCH_OFF)))
             _state.activated_by = source
             if "keras" in sys.modules:
                 from keras_clone_fix import _activation

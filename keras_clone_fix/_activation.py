@@ -16,7 +16,7 @@ and `__spec__.loader` are the real loader again.
 import os
 import sys
 
-from keras_clone_fix import KerasCloneFixWarning, PatchError, _arm, _state
+from keras_clone_fix import KerasCloneFixWarning, PatchError, _arm, _env_flag, _state
 
 FORCE = "KERAS_CLONE_FIX_FORCE"
 _TARGET = "_clone_functional_model"
@@ -32,16 +32,6 @@ def warn(message):
         warnings.warn("keras-clone-fix: " + message, KerasCloneFixWarning, stacklevel=3)
     except Warning:
         sys.stderr.write("KerasCloneFixWarning: keras-clone-fix: {}\n".format(message))
-
-
-def _forced():
-    """KERAS_CLONE_FIX_FORCE=1: patch a keras whose version is not recognised."""
-    from keras_clone_fix import SWITCH_OFF, SWITCH_ON
-    value = os.environ.get(FORCE, "").strip().lower()
-    if value and value not in SWITCH_ON + SWITCH_OFF:
-        warn("{}={!r} is not one of {}; not forcing".format(
-            FORCE, os.environ[FORCE], "/".join(SWITCH_ON + SWITCH_OFF)))
-    return value in SWITCH_ON
 
 
 class _LoaderThenCallback(object):
@@ -85,7 +75,7 @@ def keras_arrived():
         disarm()
         try:
             keras, models = _keras_models()
-            reason = _apply(keras, models, _forced())
+            reason = _apply(keras, models, _env_flag(FORCE, default=False))
             logging.getLogger("keras_clone_fix").info(reason)
         except Exception as error:
             state.reason = "activation failed: {}: {}".format(type(error).__name__, error)
