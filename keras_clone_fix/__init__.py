@@ -48,15 +48,16 @@ def patch(force=False):
 
 
 def unpatch():
-    """Put back keras' own _clone_functional_model (the very same function
-    object) and stop waiting for keras; returns status()."""
+    """Put back keras' own functions (the very same objects) and stop
+    waiting for keras; returns status()."""
     from keras_clone_fix import _activation
     return _activation.unpatch()
 
 
 def status():
-    """The fix's state: an object with patched (bool), keras_version (str or
-    None), reason (str) and activated_by (str or None). Imports no keras."""
+    """The fix's state: an object with patched (bool), targets (dict: each
+    patched function -> bool), keras_version (str or None), reason (str) and
+    activated_by (str or None). Imports no keras."""
     from keras_clone_fix import _activation
     return _activation.status()
 
@@ -64,8 +65,7 @@ def status():
 class _State(object):
     """The fix's state in this process; _activation does the rest with it."""
     lock = _thread.RLock()
-    original = None      # keras.models._clone_functional_model as found
-    wrapper = None       # our wrapt FunctionWrapper while it is installed
+    installed = {}       # target name -> _activation.Installed, while patched
     watcher = None       # the _KerasImportWatcher while waiting for keras
     activated_by = None  # what asked for the fix
     reason = None        # the last decision, for people; None: none yet

@@ -13,13 +13,14 @@ loader stands in only while keras executes; afterwards keras' `__loader__`
 and `__spec__.loader` are the real loader again.
 """
 
-import os
+import collections
+import importlib
 import sys
 
 from keras_clone_fix import KerasCloneFixWarning, PatchError, _arm, _env_flag, _state
+from keras_clone_fix._affected import is_affected, target_name, targets_for
 
 FORCE = "KERAS_CLONE_FIX_FORCE"
-_TARGET = "_clone_functional_model"
 state = _state  # the package's: the watcher and the switch use it at start
 lock = state.lock
 
@@ -74,12 +75,13 @@ def keras_arrived():
     with lock:
         disarm()
         try:
-            keras, models = _keras_models()
-            reason = _apply(keras, models, _env_flag(FORCE, default=False))
-            logging.getLogger("keras_clone_fix").info(reason)
+            _apply(_env_flag(FORCE, default=False))
+            logging.getLogger("keras_clone_fix").info(state.reason)
+        except PatchError:
+            warn(state.reason + "; those run unpatched")
         except Exception as error:
             state.reason = "activation failed: {}: {}".format(type(error).__name__, error)
-            warn(state.reason + "; clone_model is not patched")
+            warn(state.reason + "; keras is not patched")
 
 
 def disarm():
@@ -92,16 +94,18 @@ def disarm():
 class Status(object):
     """The fix's state in this process.
 
-    patched: bool, keras.models._clone_functional_model is the fixed one.
+    patched: bool, every target this keras needs is patched.
+    targets: dict, each patch target of this keras (module.function or
+        module.Class.method) -> whether it is patched now.
     keras_version: str or None, the imported keras' version (None: not imported).
     reason: str, why it is patched or not, for people.
     activated_by: str or None, what asked for the fix.
     """
 
-    __slots__ = ("patched", "keras_version", "reason", "activated_by")
+    __slots__ = ("patched", "targets", "keras_version", "reason", "activated_by")
 
-    def __init__(self, patched, keras_version, reason, activated_by):
-        self.patched, self.keras_version = patched, keras_version
+    def __init__(self, patched, targets, keras_version, reason, activated_by):
+        self.patched, self.targets, self.keras_version = patched, targets, keras_version
         self.reason, self.activated_by = reason, activated_by
 
     def as_dict(self):
@@ -112,15 +116,16 @@ class Status(object):
             "{}={!r}".format(name, getattr(self, name)) for name in self.__slots__))
 
 
-def _keras_models():
-    keras = sys.modules.get("keras")
-    return keras, getattr(keras, "models", None)
+Installed = collections.namedtuple("Installed", "owner name original wrapper")
 
 
-def _decide(keras, force):
-    """(patch?, reason) for an imported keras module."""
-    from keras_clone_fix._affected import is_affected
-    affected, reason = is_affected(getattr(keras, "__version__", None))
+def _keras_version():
+    return getattr(sys.modules.get("keras"), "__version__", None)
+
+
+def _decide(version, force):
+    """(patch?, reason) for an imported keras of this version."""
+    affected, reason = is_affected(version)
     if affected is None:
         if force:
             return True, reason + "; forced"
@@ -128,41 +133,68 @@ def _decide(keras, force):
     return affected, reason
 
 
-def _wrap(models):
-    """Wrap models._clone_functional_model with its fixed twin: (original, wrapper)."""
+def _resolve(target):
+    """(owner, name, object) of a target: the module or class holding it."""
+    from keras_clone_fix._fix import UnsupportedFunction
+    try:
+        owner = importlib.import_module(target.module)
+        path = target.attribute.split(".")
+        for part in path[:-1]:
+            owner = getattr(owner, part)
+        return owner, path[-1], vars(owner)[path[-1]]
+    except (ImportError, AttributeError, KeyError) as error:
+        raise UnsupportedFunction("is not there ({}: {})".format(type(error).__name__, error))
+
+
+def _wrap(target):
+    """Wrap a target with its fixed twin; returns Installed."""
     import wrapt
-    from keras_clone_fix._fix import build_fixed_clone
+    from keras_clone_fix import _fix
 
-    original = getattr(models, _TARGET)
-    fixed = build_fixed_clone(original)
+    owner, name, original = _resolve(target)
+    fixed = _fix.build_fixed(original, [getattr(_fix, rule) for rule in target.rules])
 
-    def clone_with_one_mask_per_output(wrapped, instance, args, kwargs):
-        return fixed(*args, **kwargs)
+    def call_fixed(wrapped, instance, args, kwargs):
+        if instance is None:  # a function of a module
+            return fixed(*args, **kwargs)
+        return fixed(instance, *args, **kwargs)
 
     # wrapt 2 renamed the first parameter: pass it positionally.
-    return original, wrapt.wrap_function_wrapper(models, _TARGET, clone_with_one_mask_per_output)
+    wrapper = wrapt.wrap_function_wrapper(owner, name, call_fixed)
+    return Installed(owner, name, original, wrapper)
 
 
-def _is_installed(models):
-    return models is not None and state.wrapper is not None and (
-        getattr(models, _TARGET, None) is state.wrapper)
+def _is_installed(name):
+    installed = state.installed.get(name)
+    return installed is not None and vars(installed.owner).get(installed.name) is installed.wrapper
 
 
-def _apply(keras, models, force):
-    """Patch an imported keras if the guard says so (lock held); returns reason."""
-    should_patch, reason = _decide(keras, force)
+def _targets_status(version):
+    return {target_name(target): _is_installed(target_name(target))
+            for target in targets_for(version)}
+
+
+def _apply(force):
+    """Patch the imported keras if the guard says so (lock held): every
+    target that can be patched is, and PatchError names those that cannot."""
+    from keras_clone_fix._fix import UnsupportedFunction
+    version = _keras_version()
+    should_patch, reason = _decide(version, force)
     if not should_patch:
         state.reason = reason + "; not patched"
-    elif not _is_installed(models):
-        from keras_clone_fix._fix import UnsupportedCloneFunction
-        try:
-            state.original, state.wrapper = _wrap(models)
-        except UnsupportedCloneFunction as error:
-            state.reason = "{}; cannot be patched: keras.models.{} {}".format(
-                reason, _TARGET, error)
-            raise PatchError(state.reason)
-        state.reason = reason + "; patched"
-    return state.reason
+        return
+    failures = []
+    for target in targets_for(version):
+        name = target_name(target)
+        if not _is_installed(name):
+            try:
+                state.installed[name] = _wrap(target)
+            except UnsupportedFunction as error:
+                failures.append("{} {}".format(name, error))
+    if failures:
+        state.reason = "{}; cannot patch {}".format(reason, "; ".join(failures))
+        raise PatchError(state.reason)
+    state.reason = reason + "; patched"
 
 
 def patch(force=False, source="keras_clone_fix.patch()"):
@@ -178,18 +210,20 @@ def patch(force=False, source="keras_clone_fix.patch()"):
     with lock:
         disarm()
         state.activated_by = source
-        _apply(*_keras_models(), force=force)
+        _apply(force)
         return status()
 
 
 def unpatch():
-    """Put back keras' own clone routine and stop waiting for keras; returns status()."""
+    """Put back keras' own functions (the very same objects) and stop
+    waiting for keras; returns status()."""
     with lock:
         disarm()
-        keras, models = _keras_models()
-        if _is_installed(models):
-            setattr(models, _TARGET, state.original)
-        state.wrapper = state.original = state.activated_by = None
+        for name, installed in state.installed.items():
+            if _is_installed(name):
+                setattr(installed.owner, installed.name, installed.original)
+        state.installed.clear()
+        state.activated_by = None
         state.reason = "unpatched by keras_clone_fix.unpatch()"
         return status()
 
@@ -197,34 +231,46 @@ def unpatch():
 def status():
     """The fix's state in this process; imports nothing."""
     with lock:
-        keras, models = _keras_models()
+        version = _keras_version()
+        targets = _targets_status(version)
         reason = state.reason
         if reason is None:
             reason = ("waiting for `import keras`" if state.watcher is not None
                       else "keras is not imported")
-        return Status(patched=_is_installed(models),
-                      keras_version=getattr(keras, "__version__", None),
-                      reason=reason, activated_by=state.activated_by)
+        return Status(patched=bool(targets) and all(targets.values()), targets=targets,
+                      keras_version=version, reason=reason, activated_by=state.activated_by)
+
+
+Saved = collections.namedtuple("Saved", "attributes installed waiting activated_by reason")
 
 
 def save_state():
-    """What restore_state() needs to put this process back as it is now."""
+    """What restore_state() needs to put this process back as it is now:
+    the very objects at every target of the imported keras, and our state."""
+    from keras_clone_fix._fix import UnsupportedFunction
     with lock:
-        return (_is_installed(_keras_models()[1]), state.watcher is not None,
-                state.activated_by, state.reason)
+        attributes = []
+        for target in targets_for(_keras_version()):
+            try:
+                attributes.append(_resolve(target))
+            except UnsupportedFunction:
+                pass  # nothing there to restore
+        return Saved(attributes, dict(state.installed), state.watcher is not None,
+                     state.activated_by, state.reason)
 
 
 def restore_state(saved):
     """Undo patch()/unpatch() calls made since save_state()."""
-    was_patched, was_waiting, activated_by, reason = saved
     with lock:
         # Waiting meant "patch when keras arrives": if it arrived meanwhile,
         # patched is the state the wait would have led to.
-        keras_arrived = was_waiting and "keras" in sys.modules
-        if not keras_arrived:
-            if not was_patched:
-                unpatch()
-            if was_waiting:
+        if not (saved.waiting and not saved.attributes and "keras" in sys.modules):
+            disarm()
+            for owner, name, value in saved.attributes:
+                setattr(owner, name, value)
+            state.installed.clear()
+            state.installed.update(saved.installed)
+            if saved.waiting:
                 _arm()
-            state.reason = reason
-        state.activated_by = activated_by
+            state.reason = saved.reason
+        state.activated_by = saved.activated_by

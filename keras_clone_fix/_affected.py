@@ -1,8 +1,10 @@
-"""Which `keras` releases have the clone bug: the version guard.
+"""What is affected: which `keras` releases have the mask bugs (the version
+guard), and which of their functions are patched, with which rules.
 
 Reads nothing but a version string, so it costs nothing to import.
 """
 
+import collections
 import re
 
 # (first release, first release past the range, affected?, why).
@@ -11,24 +13,43 @@ RELEASES = (
     ((0, 0, 0), (2, 0, 7), False,
      "keras.models.clone_model does not exist before 2.0.7"),
     ((2, 0, 7), (2, 2, 5), True,
-     "_clone_functional_model keeps one output mask when compute_mask "
-     "returns one value, and drops the other outputs of every "
-     "multi-output layer"),
+     "clone_model and calling a model on new tensors keep one output mask "
+     "when compute_mask returns one value, and drop or refuse the other "
+     "outputs of every multi-output layer"),
     ((2, 2, 5), (2, 4, 0), True,
-     "2.2.5 fixed layers without masking only: a multi-output layer with "
-     "supports_masking=True still loses all outputs but the first"),
+     "2.2.5 fixed clone_model for layers without masking only: multi-output "
+     "masking layers still lose outputs, and nested models lose their masks"),
     ((2, 4, 0), (3, 0, 0), False,
      "Keras >= 2.4 is a front for tf.keras, whose clone_model is correct"),
     ((3, 0, 0), None, False,
      "Keras 3 clones models with new code that is not affected"),
 )
 
+Target = collections.namedtuple("Target", "module attribute first past rules why")
+
+# What is patched: each target (a function, or Class.method, of a keras
+# module) on the releases [first, past), with the rules of _fix applied in
+# this order. Every affected release aliases node.arguments in both.
+TARGETS = (
+    Target("keras.models", "_clone_functional_model", (2, 0, 7), (2, 4, 0),
+           ("CopyNodeArguments", "LayerCallPropagatesMasks", "RecordedOutputMasks"),
+           "clone_model of a functional model: outputs dropped, masks lost or pinned"),
+    Target("keras.engine.topology", "Container.run_internal_graph", (2, 0, 7), (2, 2, 0),
+           ("CopyNodeArguments", "OneMaskPerOutput"),
+           "calling a model on new tensors (nesting, multi_gpu_model, TimeDistributed)"),
+    Target("keras.engine.network", "Network.run_internal_graph", (2, 2, 0), (2, 4, 0),
+           ("CopyNodeArguments", "OneMaskPerOutput"),
+           "calling a model on new tensors (nesting, multi_gpu_model, TimeDistributed); "
+           "2.2 moved Container to keras.engine.network.Network"),
+)
+
 _RELEASE_VERSION = re.compile(r"\A(\d+)\.(\d+)\.(\d+)\Z")
+_LEADING_RELEASE = re.compile(r"\A(\d+)\.(\d+)\.(\d+)")
 
 
-def parse_version(version):
+def parse_version(version, pattern=_RELEASE_VERSION):
     """'2.2.4' -> (2, 2, 4); None for anything that is not a plain release."""
-    match = _RELEASE_VERSION.match(version) if isinstance(version, str) else None
+    match = pattern.match(version) if isinstance(version, str) else None
     return tuple(int(part) for part in match.groups()) if match else None
 
 
@@ -45,3 +66,15 @@ def is_affected(version):
         if first <= parsed and (past is None or parsed < past):
             return affected, "keras {}: {}".format(version, why)
     raise AssertionError("RELEASES does not cover " + version)
+
+
+def targets_for(version):
+    """The targets to patch in a keras of this version string. A version
+    that is not recognised (patched only when forced) is taken by the
+    release it starts with: '2.2.4-custom' as 2.2.4; 'custom' has none."""
+    parsed = parse_version(version, _LEADING_RELEASE)
+    return [target for target in TARGETS if parsed and target.first <= parsed < target.past]
+
+
+def target_name(target):
+    return "{}.{}".format(target.module, target.attribute)

@@ -1,23 +1,15 @@
-"""The fix: the installed `_clone_functional_model`, with one rule corrected.
+"""The fix: Keras's own routines, with named rules rewriting their mask handling.
 
-Each affected release builds the list of a cloned layer's output masks as
+Rather than ship copies of Keras's code (which differs from release to
+release), we take the installed function's own source, check that it
+compiles to the bytecode that is running (so it cannot be stale or belong
+to another function), apply the rules a target needs, and compile the
+result against the function's own module namespace. Everything the rules
+do not touch (layer creation, names, input_tensors handling, shared layers,
+updates and losses) stays the installed release's own code.
 
-    output_masks = to_list(layer.compute_mask(...))
-
-so a single mask (None, or one tensor) becomes a one-element list, and the
-`zip(reference_output_tensors, output_tensors, output_masks)` that follows
-drops every output after the first. `Layer.__call__` of the same releases
-repeats a single mask once per output instead; the corrected routine does
-the same through `masks_per_output`.
-
-Rather than ship a copy of Keras's routine (which differs from release to
-release), we take the installed function's own source, rewrite only those
-`to_list(....compute_mask(...))` calls, and compile it against the module
-`keras.models`: everything else (layer creation, names, input_tensors
-handling, shared layers) stays the installed release's own code. Before
-rewriting, we compile the unmodified source and check that its bytecode is
-the bytecode of the running function, so the source cannot be stale or
-belong to some other function.
+Every rule must find what it rewrites; a function in which one finds
+nothing is refused (UnsupportedFunction), never half-fixed.
 """
 
 import ast
@@ -25,63 +17,159 @@ import inspect
 import textwrap
 import types
 
-MASKS_PER_OUTPUT = "_keras_clone_fix_masks_per_output"
+_HELPER_PREFIX = "_keras_clone_fix_"
 
 
-class UnsupportedCloneFunction(Exception):
-    """The installed clone routine is not one this fix knows how to correct."""
+class UnsupportedFunction(Exception):
+    """The installed function is not one these rules know how to correct."""
 
 
-def masks_per_output(to_list, output_mask, output_tensors):
-    """The output masks of one layer call, one per output.
-
-    The rule of `Layer.__call__` in Keras 2.0.7 - 2.3.1: a mask that is not
-    a list or tuple is repeated once per output; lists and tuples are kept.
-    `to_list` is the release's own helper, applied as the release applies it.
-    """
-    if not isinstance(output_mask, (list, tuple)) and len(output_tensors) > 1:
-        output_mask = [output_mask] * len(output_tensors)
-    return to_list(output_mask)
+def one_mask_per_output(mask, output_tensors):
+    """`Layer.__call__`'s rule (Keras 2.0.7 - 2.3.1): a mask that is not a
+    list or tuple is repeated once per output; lists and tuples are kept."""
+    if not isinstance(mask, (list, tuple)) and len(output_tensors) > 1:
+        return [mask] * len(output_tensors)
+    return mask
 
 
-class _RewriteMaskLists(ast.NodeTransformer):
-    """`f(x.compute_mask(...))` -> `masks_per_output(f, x.compute_mask(...),
-    output_tensors)`."""
+def recorded_output_masks(output_tensors):
+    """The masks `Layer.__call__` recorded for these outputs of a layer call,
+    on the node it added (what the next layer call will use)."""
+    masks = []
+    for tensor in output_tensors:
+        layer, node_index, tensor_index = tensor._keras_history
+        # Keras 2.0.x names the list inbound_nodes, 2.1 and later _inbound_nodes.
+        nodes = getattr(layer, "_inbound_nodes", None)
+        if nodes is None:
+            nodes = layer.inbound_nodes
+        masks.append(nodes[node_index].output_masks[tensor_index])
+    return masks
+
+
+def _helper(function):
+    return ast.Name(id=_HELPER_PREFIX + function.__name__, ctx=ast.Load())
+
+
+def _call(function, *args):
+    return ast.Call(func=function, args=list(args), keywords=[])
+
+
+def _name(node):
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _is_attribute(node, owner, attribute):
+    return (isinstance(node, ast.Attribute) and node.attr == attribute
+            and _name(node.value) == owner)
+
+
+class Rule(ast.NodeTransformer):
+    """One rewrite; `found` counts the places it rewrote."""
+
+    helpers = ()  # functions of this module the rewritten code calls
 
     def __init__(self):
-        self.rewritten = 0
+        self.found = 0
 
-    def visit_Call(self, node):
-        self.generic_visit(node)
-        if len(node.args) == 1 and not node.keywords and _is_compute_mask(node.args[0]):
-            self.rewritten += 1
-            return ast.copy_location(ast.Call(
-                func=ast.Name(id=MASKS_PER_OUTPUT, ctx=ast.Load()),
-                args=[node.func, node.args[0],
-                      ast.Name(id="output_tensors", ctx=ast.Load())],
-                keywords=[]), node)
+    def rewritten(self, node):
+        self.found += 1
         return node
 
 
-def _is_compute_mask(node):
-    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-            and node.func.attr == "compute_mask")
+class CopyNodeArguments(Rule):
+    """`kwargs = node.arguments` -> `kwargs = dict(node.arguments)`.
+
+    Every affected release takes the original node's dict of call arguments
+    and then stores `kwargs['mask'] = ...` into it: cloning, or calling a
+    model on new tensors, wrote into the original model, and later calls
+    used the mask of an earlier one.
+    """
+
+    def visit_Assign(self, node):
+        if _name(node.targets[0]) == "kwargs" and _is_attribute(node.value, "node", "arguments"):
+            node.value = ast.copy_location(_call(ast.Name(id="dict", ctx=ast.Load()), node.value),
+                                           node.value)
+            return self.rewritten(node)
+        return node
+
+
+class LayerCallPropagatesMasks(Rule):
+    """Drop `if has_arg(layer.call, 'mask'): ... kwargs['mask'] = ...`.
+
+    The clone routine passed masks as an explicit `mask=` argument, which
+    `Layer.__call__` records in the new node's arguments: the clone kept
+    those mask tensors pinned, so cloning the clone or calling it on new
+    tensors used masks of the wrong graph. Without it, `Layer.__call__`
+    propagates the inputs' masks itself, as it did when the original was
+    built. An explicit `mask=` the user passed stays in the arguments.
+    """
+
+    def visit_If(self, node):
+        test = node.test
+        if (isinstance(test, ast.Call) and _name(test.func) == "has_arg" and test.args
+                and _is_attribute(test.args[0], "layer", "call")):
+            return self.rewritten(None)
+        return self.generic_visit(node)
+
+
+class RecordedOutputMasks(Rule):
+    """`output_masks = <anything>` -> `output_masks = recorded_output_masks(output_tensors)`.
+
+    The clone routine recomputed each layer's masks as
+    `to_list(layer.compute_mask(...))`: one mask for a multi-output layer,
+    and `zip` then dropped the other outputs (2.0.7 - 2.3.1). 2.2.5 gave
+    layers with `supports_masking = False` `[None] * len(outputs)`, which
+    also drops the masks that nested models compute. The masks
+    `Layer.__call__` recorded for the cloned call are the ones Keras uses.
+    """
+
+    helpers = (recorded_output_masks,)
+
+    def visit_Assign(self, node):
+        if _name(node.targets[0]) == "output_masks":
+            node.value = ast.copy_location(
+                _call(_helper(recorded_output_masks), ast.Name(id="output_tensors", ctx=ast.Load())),
+                node.value)
+            return self.rewritten(node)
+        return self.generic_visit(node)
+
+
+class OneMaskPerOutput(Rule):
+    """`layer.compute_mask(...)` -> `one_mask_per_output(layer.compute_mask(...), output_tensors)`.
+
+    `run_internal_graph` calls `layer.call` directly, so it must expand a
+    single mask itself as `Layer.__call__` does. 2.0.x kept one mask and
+    dropped the other outputs (`Could not compute output`); 2.1 - 2.3.1
+    expand None only and raise `Layers should have equal number of output
+    tensors and output masks` for one real mask.
+    """
+
+    helpers = (one_mask_per_output,)
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "compute_mask":
+            return ast.copy_location(self.rewritten(_call(
+                _helper(one_mask_per_output), node,
+                ast.Name(id="output_tensors", ctx=ast.Load()))), node)
+        return node
 
 
 def _function_def(original):
     """The ast of `original`'s definition, at its line in its file."""
     if not isinstance(original, types.FunctionType):
-        raise UnsupportedCloneFunction(
-            "expected a plain function, found {!r}".format(original))
+        raise UnsupportedFunction("expected a plain function, found {!r}".format(original))
+    if original.__code__.co_freevars:
+        raise UnsupportedFunction("it is a closure")
     try:
         source = textwrap.dedent(inspect.getsource(original))
-    except (OSError, TypeError) as error:
-        raise UnsupportedCloneFunction("its source is not available: {}".format(error))
+    except (EnvironmentError, TypeError) as error:
+        raise UnsupportedFunction("its source is not available: {}".format(error))
     module = ast.parse(source)
     ast.increment_lineno(module, original.__code__.co_firstlineno - 1)
     definition = module.body[0] if len(module.body) == 1 else None
     if not isinstance(definition, ast.FunctionDef) or definition.decorator_list:
-        raise UnsupportedCloneFunction("its source is not one undecorated def")
+        raise UnsupportedFunction("its source is not one undecorated def")
     return definition
 
 
@@ -94,41 +182,39 @@ def _check_source_is_running_code(definition, original):
                     if isinstance(const, types.CodeType))
     if (compiled.co_name, compiled.co_code, compiled.co_names, compiled.co_varnames) != (
             code.co_name, code.co_code, code.co_names, code.co_varnames):
-        raise UnsupportedCloneFunction(
+        raise UnsupportedFunction(
             "its source in {} does not match the running code".format(code.co_filename))
 
 
-def build_fixed_clone(original):
-    """Return the corrected twin of `original` (keras.models._clone_functional_model).
+def build_fixed(original, rules):
+    """The twin of `original` with `rules` (Rule classes) applied.
 
-    Raises UnsupportedCloneFunction when `original` is not a function whose
-    source has the shape this fix corrects.
+    Raises UnsupportedFunction when `original` is not a function whose
+    source has what every rule rewrites.
     """
     definition = _function_def(original)
     _check_source_is_running_code(definition, original)
+    helpers = []
+    for rule_class in rules:
+        rule = rule_class()
+        definition = rule.visit(definition)
+        if not rule.found:
+            raise UnsupportedFunction("rule {} found nothing to rewrite".format(rule_class.__name__))
+        helpers.extend(rule.helpers)
 
-    rewrite = _RewriteMaskLists()
-    fixed_definition = rewrite.visit(definition)
-    local_names = {node.id for node in ast.walk(definition)
-                   if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)}
-    if not rewrite.rewritten or "output_tensors" not in local_names:
-        raise UnsupportedCloneFunction(
-            "it has no to_list(layer.compute_mask(...)) next to output_tensors")
-
-    # Nest the def in a factory so `masks_per_output` arrives as a closure
-    # variable: keras.models' namespace gains no name of ours.
-    module = ast.parse("def _factory({}):\n    return {}\n".format(
-        MASKS_PER_OUTPUT, definition.name))
-    module.body[0].body.insert(0, fixed_definition)
+    # Nest the def in a factory so the helpers arrive as closure variables:
+    # the function's module gains no name of ours.
+    names = [_HELPER_PREFIX + helper.__name__ for helper in helpers]
+    module = ast.parse("def _factory({}):\n    return {}\n".format(", ".join(names), definition.name))
+    module.body[0].body.insert(0, definition)
     ast.fix_missing_locations(module)
     scratch = {}
     exec(compile(module, original.__code__.co_filename, "exec", dont_inherit=True), scratch)
-    made = scratch["_factory"](masks_per_output)
+    made = scratch["_factory"](*helpers)
 
     fixed = types.FunctionType(made.__code__, original.__globals__, original.__name__,
                                original.__defaults__, made.__closure__)
-    fixed.__kwdefaults__ = original.__kwdefaults__
-    fixed.__doc__ = original.__doc__
-    fixed.__module__ = original.__module__
-    fixed.__qualname__ = original.__qualname__
+    for attribute in ("__doc__", "__module__", "__qualname__", "__kwdefaults__"):
+        if hasattr(original, attribute):  # Python 2 has no __qualname__, __kwdefaults__
+            setattr(fixed, attribute, getattr(original, attribute))
     return fixed

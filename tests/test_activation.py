@@ -1,16 +1,18 @@
 """patch / unpatch / status, and activation by `import keras_clone_fix`."""
 
+import functools
 import importlib
 import importlib.util
+import sys
 import threading
 
 import pytest
 
 import keras_clone_fix
 from keras_clone_fix import _activation
+from keras_clone_fix._affected import Target, target_name, targets_for
 from conftest import AFFECTED, affected_only, keras_free_only, probe
-
-TARGET = "_clone_functional_model"
+from test_fix_source import Layer, Node, step_like_keras
 
 
 def test_import_is_lazy(python_without_pth):
@@ -33,34 +35,46 @@ def test_import_after_keras_fixes_clone_model_bound_earlier(python_without_pth):
     assert report["status"]["patched"] is True
 
 
-@affected_only
-def test_patch_is_idempotent_and_wraps_the_original(restore_fix_state):
-    import keras.models
-    keras_clone_fix.unpatch()
-    original = getattr(keras.models, TARGET)
-    assert keras_clone_fix.patch().patched
-    wrapper = getattr(keras.models, TARGET)
-    assert keras_clone_fix.patch().patched
-    assert getattr(keras.models, TARGET) is wrapper
-    assert wrapper.__wrapped__ is original
+def current_objects():
+    """{target name: the object at that target now} in the imported keras."""
+    import keras
+    return {target_name(target): _activation._resolve(target)[2]
+            for target in targets_for(keras.__version__)}
+
+
+def assert_wrapped(originals):
+    for name, wrapper in current_objects().items():
+        assert wrapper is not originals[name] and wrapper.__wrapped__ is originals[name], name
 
 
 @affected_only
-def test_unpatch_puts_back_the_exact_original(restore_fix_state):
-    import keras.models
+def test_patch_is_idempotent_and_wraps_every_target(restore_fix_state):
     keras_clone_fix.unpatch()
-    original = getattr(keras.models, TARGET)
+    originals = current_objects()
+    assert len(originals) == 2
+    status = keras_clone_fix.patch()
+    assert status.patched and status.targets == {name: True for name in originals}
+    wrappers = current_objects()
+    assert keras_clone_fix.patch().patched
+    assert current_objects() == wrappers
+    assert_wrapped(originals)
+
+
+@affected_only
+def test_unpatch_puts_back_the_exact_originals(restore_fix_state):
+    keras_clone_fix.unpatch()
+    originals = current_objects()
     keras_clone_fix.patch()
     status = keras_clone_fix.unpatch()
-    assert getattr(keras.models, TARGET) is original
+    assert current_objects() == originals
     assert (status.patched, status.reason) == (False, "unpatched by keras_clone_fix.unpatch()")
+    assert status.targets == {name: False for name in originals}
 
 
 @affected_only
 def test_patch_and_unpatch_racing_from_many_threads(restore_fix_state):
-    import keras.models
     keras_clone_fix.unpatch()
-    original = getattr(keras.models, TARGET)
+    originals = current_objects()
     start = threading.Barrier(16)
 
     def toggle(index):
@@ -74,33 +88,47 @@ def test_patch_and_unpatch_racing_from_many_threads(restore_fix_state):
     for thread in threads:
         thread.join()
     keras_clone_fix.patch()
-    assert getattr(keras.models, TARGET).__wrapped__ is original
+    assert_wrapped(originals)
     keras_clone_fix.unpatch()
-    assert getattr(keras.models, TARGET) is original
+    assert current_objects() == originals
 
 
 @affected_only
-def test_patch_unpatch_cycles_keep_the_original(restore_fix_state):
+def test_patch_unpatch_cycles_keep_the_originals(restore_fix_state):
     import keras.models
     from clone_probe import clone_two_output_model
     keras_clone_fix.unpatch()
-    original = getattr(keras.models, TARGET)
+    originals = current_objects()
     for _ in range(3):
         assert keras_clone_fix.patch().patched
-        assert getattr(keras.models, TARGET).__wrapped__ is original
+        assert_wrapped(originals)
         assert clone_two_output_model(keras.models.clone_model) == "ok"
         keras_clone_fix.unpatch()
-        assert getattr(keras.models, TARGET) is original
+        assert current_objects() == originals
         assert clone_two_output_model(keras.models.clone_model).startswith("AssertionError")
 
 
 @affected_only
 def test_reloading_the_package_keeps_one_wrapper(restore_fix_state):
-    import keras.models
     keras_clone_fix.patch()
-    wrapper = getattr(keras.models, TARGET)
+    wrappers = current_objects()
     importlib.reload(keras_clone_fix)
-    assert getattr(keras.models, TARGET) is wrapper and keras_clone_fix.status().patched
+    assert current_objects() == wrappers and keras_clone_fix.status().patched
+
+
+@affected_only
+def test_a_target_that_cannot_be_patched_leaves_the_others_patched(restore_fix_state, monkeypatch):
+    from test_fix_source import decorated
+    keras_clone_fix.unpatch()
+    clone, call = sorted(current_objects(), key=lambda name: "run_internal_graph" in name)
+    owner, name, original = _activation._resolve(targets_for(keras_clone_fix.status().keras_version)[1])
+    monkeypatch.setattr(owner, name, decorated(original))
+    with pytest.raises(_activation.PatchError) as raised:  # the class before any reload
+        keras_clone_fix.patch()
+    assert "cannot patch {} it is a closure".format(call) in str(raised.value)
+    status = keras_clone_fix.status()
+    assert (status.patched, status.targets) == (False, {clone: True, call: False})
+    assert status.reason == str(raised.value)
 
 
 @affected_only
@@ -120,19 +148,30 @@ def test_patch_without_keras_says_so(restore_fix_state):
     assert status.reason.startswith("keras cannot be imported")
 
 
-def test_wraps_with_the_installed_wrapt():
-    """The wrapt call itself, on wrapt 1.x and 2.x alike (keras-free envs too)."""
+class Network(Node):
+    """Stands in for a keras class with a method to patch: the node is self."""
+    step = step_like_keras
+
+
+def test_wraps_functions_and_methods_with_the_installed_wrapt(monkeypatch):
+    """The wrapt calls themselves, on wrapt 1.x and 2.x alike (keras-free envs too)."""
     import types
 
     import wrapt
-    from test_fix_source import Layer, clone_like
 
-    module = types.ModuleType("stand_in_for_keras_models")
-    module._clone_functional_model = clone_like
-    original, wrapper = _activation._wrap(module)
-    assert original is clone_like and module._clone_functional_model is wrapper
-    assert isinstance(wrapper, wrapt.FunctionWrapper) and wrapper.__wrapped__ is clone_like
-    assert wrapper(Layer("m"), 2) == [("out", "m")] * 2
+    module = types.ModuleType("stand_in_for_keras")
+    module.step_like_keras, module.Network = step_like_keras, Network
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    for attribute, original, call in [
+            ("step_like_keras", step_like_keras, lambda: functools.partial(module.step_like_keras, Node())),
+            ("Network.step", step_like_keras, lambda: Network().step),
+            ("Network.step", step_like_keras, lambda: functools.partial(Network.step, Network()))]:
+        target = Target(module.__name__, attribute, None, None, ["OneMaskPerOutput"], "test")
+        monkeypatch.setattr(Network, "step", step_like_keras)
+        installed = _activation._wrap(target)
+        assert installed.original is original and installed.wrapper.__wrapped__ is original
+        assert isinstance(installed.wrapper, wrapt.FunctionWrapper)
+        assert call()(Layer("m", outputs=3), "m")[1:] == (["m", "m", "m"], 3)
 
 
 def unaffected_frontends():

@@ -2,7 +2,9 @@
 
 import pytest
 
-from keras_clone_fix._affected import RELEASES, is_affected, parse_version
+from keras_clone_fix import _fix
+from keras_clone_fix._affected import (
+    RELEASES, TARGETS, is_affected, parse_version, target_name, targets_for)
 
 
 @pytest.mark.parametrize("version, affected", [
@@ -28,3 +30,28 @@ def test_ranges_cover_every_version_once_with_a_reason():
 
 def test_parse_version():
     assert parse_version("2.10.3") == (2, 10, 3)
+
+
+@pytest.mark.parametrize("version, patched", [
+    ("2.0.7", ["keras.models._clone_functional_model",
+               "keras.engine.topology.Container.run_internal_graph"]),
+    ("2.1.6", ["keras.models._clone_functional_model",
+               "keras.engine.topology.Container.run_internal_graph"]),
+    ("2.2.0", ["keras.models._clone_functional_model",
+               "keras.engine.network.Network.run_internal_graph"]),
+    ("2.3.1", ["keras.models._clone_functional_model",
+               "keras.engine.network.Network.run_internal_graph"]),
+    ("2.2.4-custom", ["keras.models._clone_functional_model",
+                      "keras.engine.network.Network.run_internal_graph"]),
+    ("2.4.0", []), ("custom", []), (None, []),
+])
+def test_targets_for(version, patched):
+    assert [target_name(target) for target in targets_for(version)] == patched
+
+
+def test_every_target_is_within_the_affected_releases_with_known_rules():
+    affected = [(first, past) for first, past, is_affected_, _ in RELEASES if is_affected_]
+    for target in TARGETS:
+        assert affected[0][0] <= target.first < target.past <= affected[-1][1]
+        assert target.rules and target.why
+        assert all(issubclass(getattr(_fix, rule), _fix.Rule) for rule in target.rules)

@@ -1,14 +1,16 @@
-"""The source rewrite of keras_clone_fix._fix, on small functions of our own.
+"""The rules of keras_clone_fix._fix, on a small function of our own shaped
+like Keras's code.
 
-These run on every Python the wheel supports; test_fix.py proves the fix on
-real Keras.
+These run on every Python the wheel supports; test_fix.py and
+test_call_on_new_tensors.py prove the rules on real Keras.
 """
 
 import functools
 
 import pytest
 
-from keras_clone_fix._fix import UnsupportedCloneFunction, build_fixed_clone, masks_per_output
+from keras_clone_fix import _fix
+from keras_clone_fix._fix import UnsupportedFunction, build_fixed, one_mask_per_output
 
 
 def to_list(x):
@@ -16,48 +18,114 @@ def to_list(x):
     return x if isinstance(x, list) else [x]
 
 
+def has_arg(function, name):
+    return name in function.__code__.co_varnames
+
+
 @pytest.mark.parametrize("mask, outputs, expected", [
     ("m", 3, ["m", "m", "m"]),
     (None, 2, [None, None]),
     (["a", None], 2, ["a", None]),
     (["a", "b", "c"], 2, ["a", "b", "c"]),  # longer: zip ignores the rest, as Keras does
-    (("a", "b"), 2, [("a", "b")]),          # tuples: the release's own to_list decides
-    ("m", 1, ["m"]),
-    (None, 1, [None]),
+    (("a", "b"), 2, ("a", "b")),            # tuples: kept, the release's to_list decides
+    ("m", 1, "m"),
+    (None, 1, None),
 ])
-def test_masks_per_output_follows_layer_call(mask, outputs, expected):
-    assert masks_per_output(to_list, mask, [object()] * outputs) == expected
+def test_one_mask_per_output_follows_layer_call(mask, outputs, expected):
+    assert one_mask_per_output(mask, [object()] * outputs) == expected
+
+
+class Node(object):
+    def __init__(self, arguments=None, output_masks=None):
+        self.arguments, self.output_masks = arguments, output_masks
+
+
+class Output(object):
+    def __init__(self, layer, index):
+        self._keras_history = (layer, 0, index)
 
 
 class Layer(object):
-    def __init__(self, mask):
-        self.mask = mask
+    """`outputs` outputs; compute_mask gives `mask`; a call records its
+    keyword arguments and a node with `recorded` as its output masks."""
+
+    def __init__(self, mask, outputs=2, recorded=None):
+        self.mask, self.outputs, self.recorded = mask, outputs, recorded
+        self._inbound_nodes = []
+
+    def call(self, inputs, mask=None):
+        pass
+
+    def __call__(self, inputs, **kwargs):
+        self.kwargs = kwargs
+        self._inbound_nodes.append(Node(output_masks=self.recorded))
+        outputs = [Output(self, index) for index in range(self.outputs)]
+        return outputs if self.outputs > 1 else outputs[0]
 
     def compute_mask(self, inputs, mask=None):
         return self.mask
 
 
-def clone_like(layer, outputs=2):
-    """Shaped like the loop body of keras.models._clone_functional_model."""
-    output_tensors = to_list(["out"] * outputs)
-    output_masks = to_list(layer.compute_mask(None, None))
-    return list(zip(output_tensors, output_masks))
+def step_like_keras(node, layer, computed_mask):
+    """One node of Keras's clone loop (and of run_internal_graph)."""
+    if node.arguments:
+        kwargs = node.arguments
+    else:
+        kwargs = {}
+    if has_arg(layer.call, 'mask'):
+        if 'mask' not in kwargs:
+            kwargs['mask'] = computed_mask
+    output_tensors = to_list(layer(None, **kwargs))
+    output_masks = to_list(layer.compute_mask(None, computed_mask))
+    return output_tensors, output_masks, len(list(zip(output_tensors, output_masks)))
 
 
-def test_rewritten_function_keeps_every_output():
-    assert clone_like(Layer("m"), 3) == [("out", "m")]
-    fixed = build_fixed_clone(clone_like)
-    assert fixed(Layer("m"), 3) == [("out", "m")] * 3
-    assert fixed(Layer(["a", None]), 2) == [("out", "a"), ("out", None)]
+def test_unfixed_step_shows_every_flaw():
+    node, layer = Node({"training": False}), Layer("m")
+    assert step_like_keras(node, layer, "m")[1:] == (["m"], 1)
+    assert node.arguments == {"training": False, "mask": "m"}
+    assert layer.kwargs == {"training": False, "mask": "m"}
 
 
-def test_rewritten_function_looks_like_the_original():
-    fixed = build_fixed_clone(clone_like)
-    assert (fixed.__name__, fixed.__qualname__, fixed.__doc__, fixed.__defaults__) == (
-        clone_like.__name__, clone_like.__qualname__, clone_like.__doc__, clone_like.__defaults__)
-    assert fixed.__globals__ is clone_like.__globals__
-    assert fixed.__code__.co_filename == clone_like.__code__.co_filename
-    assert "_keras_clone_fix_masks_per_output" not in clone_like.__globals__
+def test_copy_node_arguments():
+    node, layer = Node({"training": False}), Layer("m")
+    build_fixed(step_like_keras, [_fix.CopyNodeArguments])(node, layer, "m")
+    assert node.arguments == {"training": False}
+    assert layer.kwargs == {"training": False, "mask": "m"}
+
+
+def test_layer_call_propagates_masks():
+    node, layer = Node({"training": False}), Layer("m")
+    build_fixed(step_like_keras, [_fix.LayerCallPropagatesMasks])(node, layer, "m")
+    assert layer.kwargs == {"training": False}
+
+
+def test_one_mask_per_output():
+    fixed = build_fixed(step_like_keras, [_fix.OneMaskPerOutput])
+    assert fixed(Node(), Layer("m", outputs=3), "m")[1:] == (["m", "m", "m"], 3)
+    assert fixed(Node(), Layer(["a", None]), "m")[1:] == (["a", None], 2)
+
+
+def test_recorded_output_masks():
+    layer = Layer("computed", recorded=["recorded", None])
+    fixed = build_fixed(step_like_keras, [_fix.RecordedOutputMasks])
+    assert fixed(Node(), layer, "m")[1:] == (["recorded", None], 2)
+
+
+def test_keras_2_0_names_the_node_list_inbound_nodes():
+    layer = Layer("m")
+    layer.inbound_nodes = [Node(output_masks=["first", "second"])]
+    del layer._inbound_nodes
+    assert _fix.recorded_output_masks([Output(layer, 1), Output(layer, 0)]) == ["second", "first"]
+
+
+def test_fixed_function_looks_like_the_original():
+    fixed = build_fixed(step_like_keras, [_fix.CopyNodeArguments, _fix.OneMaskPerOutput])
+    for attribute in ("__name__", "__qualname__", "__doc__", "__defaults__", "__module__"):
+        assert getattr(fixed, attribute, None) == getattr(step_like_keras, attribute, None)
+    assert fixed.__globals__ is step_like_keras.__globals__
+    assert fixed.__code__.co_filename == step_like_keras.__code__.co_filename
+    assert not [name for name in step_like_keras.__globals__ if name.startswith("_keras_clone")]
 
 
 def no_masks_here(layer):
@@ -76,17 +144,24 @@ one_line = lambda layer: to_list(layer.compute_mask(None))  # noqa: E731
 
 @pytest.mark.parametrize("function, problem", [
     (len, "expected a plain function"),
-    (no_masks_here, "no to_list(layer.compute_mask(...))"),
-    (decorated(clone_like), "does not match the running code"),
+    (no_masks_here, "rule OneMaskPerOutput found nothing to rewrite"),
+    (decorated(step_like_keras), "it is a closure"),
     (one_line, "not one undecorated def"),
 ])
 def test_refuses_what_it_cannot_rewrite(function, problem):
-    with pytest.raises(UnsupportedCloneFunction, match=problem.replace("(", r"\(").replace(")", r"\)")):
-        build_fixed_clone(function)
+    with pytest.raises(UnsupportedFunction) as raised:
+        build_fixed(function, [_fix.OneMaskPerOutput])
+    assert problem in str(raised.value)
+
+
+def test_refuses_source_that_is_not_the_running_code():
+    stale = build_fixed(step_like_keras, [_fix.CopyNodeArguments])  # source: step_like_keras
+    with pytest.raises(UnsupportedFunction, match="does not match the running code"):
+        build_fixed(stale, [_fix.CopyNodeArguments])
 
 
 def test_refuses_code_without_source():
     namespace = {}
     exec("def made_at_run_time(layer):\n    return layer\n", namespace)
-    with pytest.raises(UnsupportedCloneFunction, match="source is not available"):
-        build_fixed_clone(namespace["made_at_run_time"])
+    with pytest.raises(UnsupportedFunction, match="source is not available"):
+        build_fixed(namespace["made_at_run_time"], [_fix.OneMaskPerOutput])
