@@ -109,7 +109,8 @@ def restore_fix_state():
     _activation.restore_state(saved)
 
 
-def expect_upstream_failure(request, clone_mode, broken, why):
-    """Unpatched, a case the release is known to break must fail (strict)."""
+def expect_upstream_failure(request, clone_mode, broken, why, raises=AssertionError):
+    """Unpatched, a case the release is known to break must fail (strict),
+    with `raises`."""
     if clone_mode == "unpatched" and broken:
-        request.applymarker(pytest.mark.xfail(raises=AssertionError, strict=True, reason=why))
+        request.applymarker(pytest.mark.xfail(raises=raises, strict=True, reason=why))

@@ -5,9 +5,15 @@ import numpy
 from keras import backend as K
 
 VERSION = tuple(int(part) for part in keras.__version__.split(".")[:3])
-# Which cases the unpatched release fails to clone (measured, see README).
-LAMBDA_BROKEN = (2, 0, 7) <= VERSION < (2, 2, 5)
-MASKING_BROKEN = (2, 0, 7) <= VERSION < (2, 4, 0)
+AFFECTED = (2, 0, 7) <= VERSION < (2, 4, 0)
+# What the unpatched release gets wrong (measured, see README).
+LAMBDA_BROKEN = (2, 0, 7) <= VERSION < (2, 2, 5)   # clone: a two-output layer without masks
+MASKING_BROKEN = AFFECTED                          # clone: a two-output layer with masking
+NESTED_MASK_BROKEN = (2, 2, 5) <= VERSION < (2, 4, 0)  # clone: masks of nested models lost
+LAMBDA_CALL_BROKEN = (2, 0, 7) <= VERSION < (2, 1, 6)  # call on new tensors: the same
+# Keras before 2.2 cannot call a model on a masked tensor ("Layer input_1
+# does not support masking"), fix or no fix.
+NESTS_ON_MASKED_TENSORS = VERSION >= (2, 2, 0)
 
 STEPS, VOCABULARY = 6, 20
 
@@ -64,8 +70,8 @@ def embedded(inputs, mask_zero=True):
     return keras.layers.Embedding(VOCABULARY, 3, mask_zero=mask_zero)(inputs)
 
 
-def lstm(x):
-    return keras.layers.LSTM(2)(x)
+def lstm(x, **arguments):
+    return keras.layers.LSTM(2)(x, **arguments)
 
 
 def padded_tokens(seed=0, batch=4):
@@ -103,9 +109,36 @@ def copy_weights(model, clone):
         clone.get_layer(layer.name).set_weights(layer.get_weights())
 
 
-def assert_same_predictions(model, clone, inputs, clone_feeds=None):
-    copy_weights(model, clone)
-    expected, got = predict(model, inputs), predict(clone, inputs, clone_feeds)
+
+
+def missing_input_error():
+    """What the backend raises when a graph needs an input nobody feeds."""
+    if K.backend() == "theano":
+        import theano
+        return theano.gof.fg.MissingInputError
+    import tensorflow
+    return tensorflow.errors.InvalidArgumentError
+
+
+def assert_close(expected, got):
     assert len(got) == len(expected)
     for want, have in zip(expected, got):
         numpy.testing.assert_allclose(have, want, rtol=1e-5, atol=1e-6)
+
+
+def assert_same_predictions(model, clone, inputs, clone_feeds=None):
+    """Weights copied from model to clone, both predict the same."""
+    copy_weights(model, clone)
+    assert_close(predict(model, inputs), predict(clone, inputs, clone_feeds))
+
+
+def assert_predicts_like(model, other, inputs):
+    """`other` (built on model's layers, or given its weights) predicts what model does."""
+    assert_close(predict(model, inputs), predict(other, inputs))
+
+
+def call_on_new_inputs(model):
+    """A model that calls `model` on new Inputs: what nesting does."""
+    inputs = [keras.layers.Input(batch_shape=K.int_shape(x), dtype=K.dtype(x))
+              for x in model.inputs]
+    return keras.models.Model(inputs, model(inputs if len(inputs) > 1 else inputs[0]))

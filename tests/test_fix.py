@@ -16,8 +16,9 @@ import keras  # noqa: E402
 from keras import backend as K  # noqa: E402
 from keras.layers import Lambda  # noqa: E402
 from models import (  # noqa: E402
-    LAMBDA_BROKEN, MASKING_BROKEN, STEPS, SplitOutputs, assert_same_predictions, copy_weights,
-    data_for, embedded, features, lstm, predict, tokens)
+    AFFECTED, LAMBDA_BROKEN, MASKING_BROKEN, NESTED_MASK_BROKEN, NESTS_ON_MASKED_TENSORS, STEPS,
+    SplitOutputs, assert_predicts_like, assert_same_predictions, call_on_new_inputs, copy_weights,
+    data_for, embedded, features, lstm, missing_input_error, predict, tokens)
 
 Model = keras.models.Model
 pytestmark = pytest.mark.usefixtures("fresh_graph")
@@ -75,6 +76,24 @@ def shared_across_two_inputs():
     return Model([a, b], [lstm(y) for y in outputs])
 
 
+def shared_lstm_and_nested_model():
+    inner_input = tokens("inner")
+    inner = Model(inner_input, embedded(inner_input), name="inner")
+    a, b = tokens("a"), tokens("b")
+    shared = keras.layers.LSTM(2)
+    return Model([a, b], [shared(inner(a)), shared(inner(b))])
+
+
+def nested_model_on_a_masked_tensor():
+    # A Network has supports_masking = False but computes masks: 2.2.5 -
+    # 2.3.1 clone it with no mask, and the clone predicts differently.
+    inner_input = features("inner")
+    inner = Model(inner_input, keras.layers.LSTM(3, return_sequences=True)(inner_input),
+                  name="inner")
+    x = tokens()
+    return Model(x, lstm(inner(embedded(x))))
+
+
 CASES = [
     (lambda_then_swap, LAMBDA_BROKEN),
     (masking_layer_without_mask, MASKING_BROKEN),
@@ -84,7 +103,8 @@ CASES = [
     (multi_input_multi_output, MASKING_BROKEN),
     (nested_model, MASKING_BROKEN),
     (shared_across_two_inputs, MASKING_BROKEN),
-]
+    (shared_lstm_and_nested_model, NESTED_MASK_BROKEN),
+] + [(nested_model_on_a_masked_tensor, NESTED_MASK_BROKEN)] * NESTS_ON_MASKED_TENSORS
 
 
 @pytest.mark.parametrize("build, broken", CASES, ids=[case.__name__ for case, _ in CASES])
@@ -112,19 +132,20 @@ class UserError(Exception):
 
 
 class FailsWhenCloned(SplitOutputs):
-    """compute_mask raises on its second call on one layer: in a clone, the
-    call the clone routine makes itself, the one the fix rewrites."""
+    """compute_mask raises once `failing` is set: in the clone, not in the
+    original built before."""
+    failing = False
 
     def compute_mask(self, inputs, mask=None):
-        self.calls = getattr(self, "calls", 0) + 1
-        if self.calls == 2:
+        if self.failing:
             raise UserError("the user's own compute_mask failed")
         return super(FailsWhenCloned, self).compute_mask(inputs, mask)
 
 
-def test_users_compute_mask_error_reaches_the_user_unchanged(clone_mode):
+def test_users_compute_mask_error_reaches_the_user_unchanged(clone_mode, monkeypatch):
     x = tokens()
     model = Model(x, [lstm(y) for y in FailsWhenCloned(2)(embedded(x))])
+    monkeypatch.setattr(FailsWhenCloned, "failing", True)
     with pytest.raises(UserError, match="^the user's own compute_mask failed$") as raised:
         keras.models.clone_model(model)
     assert raised.value.__cause__ is None and raised.value.__context__ is None
@@ -153,14 +174,6 @@ def two_inputs_concatenated():
     return Model([a, b], lstm(keras.layers.concatenate([a, b])))
 
 
-def shared_lstm_and_nested_model():
-    inner_input = tokens("inner")
-    inner = Model(inner_input, embedded(inner_input), name="inner")
-    a, b = tokens("a"), tokens("b")
-    shared = keras.layers.LSTM(2)
-    return Model([a, b], [shared(inner(a)), shared(inner(b))])
-
-
 def explicit_mask_list_alone():
     x = tokens()
     return Model(x, [lstm(y) for y in SplitOutputs(3, mask_rule="list")(embedded(x))])
@@ -172,23 +185,105 @@ def sequential():
         keras.layers.LSTM(2)])
 
 
-UNCHANGED = [embedding_lstm, two_inputs_concatenated, shared_lstm_and_nested_model,
-             explicit_mask_list_alone, sequential]
+UNCHANGED = [embedding_lstm, two_inputs_concatenated, explicit_mask_list_alone, sequential]
 
 
 @pytest.mark.parametrize("build", UNCHANGED, ids=[case.__name__ for case in UNCHANGED])
-def test_patched_clone_equals_unpatched_clone(restore_fix_state, build):
-    """Without multi-output layers, the patched clone is the unpatched clone.
-
-    (Not compared with the original: on Keras 2.2.5 - 2.3.1 the clone of
-    shared_lstm_and_nested_model predicts differently from the original,
-    patched or not: an upstream difference outside this fix.)
-    """
+def test_without_multi_output_layers_the_clone_predicts_as_before(restore_fix_state, build):
+    """Models without multi-output layers: the patched clone predicts what
+    the unpatched clone predicts (the fix changes no prediction that was right)."""
     model = build()
     keras_clone_fix.unpatch()
     plain = keras.models.clone_model(model)
     assert keras_clone_fix.patch().patched
     fixed = keras.models.clone_model(model)
-    assert fixed.get_config() == plain.get_config()
     copy_weights(model, plain)
     assert_same_predictions(plain, fixed, data_for(model))
+
+
+# Sequential models are cloned by _clone_sequential_model, not a target.
+FUNCTIONAL_MODELS = [build for build, _ in CASES] + [
+    build for build in UNCHANGED if build is not sequential]
+
+
+def call_arguments(model):
+    """Which keyword arguments each layer call of `model` was given."""
+    return sorted((node.outbound_layer.name, sorted(node.arguments or ()))
+                  for nodes in model_nodes(model).values() for node in nodes)
+
+
+def model_nodes(model):
+    return getattr(model, "_nodes_by_depth", None) or model.nodes_by_depth  # 2.0 - 2.1: public
+
+
+@pytest.mark.parametrize("build", FUNCTIONAL_MODELS,
+                         ids=[case.__name__ for case in FUNCTIONAL_MODELS])
+def test_clone_calls_its_layers_with_the_originals_arguments(request, clone_mode, build):
+    """Unpatched, each mask a clone was given is recorded as a call argument
+    (`mask`) that the original's layer calls do not have."""
+    expect_upstream_failure(request, clone_mode, AFFECTED, "the clone records its masks")
+    model = build()
+    assert call_arguments(keras.models.clone_model(model)) == call_arguments(model)
+
+
+def called_with_keywords():
+    """A mask-consuming layer called with a keyword argument: its node keeps
+    a dict of arguments, which the unpatched releases write the mask into."""
+    x = tokens()
+    return Model(x, lstm(embedded(x), training=False))
+
+
+def test_clone_leaves_the_original_untouched(request, clone_mode):
+    expect_upstream_failure(request, clone_mode, AFFECTED, "clone writes mask into node.arguments")
+    model = called_with_keywords()
+    arguments = [(node, dict(node.arguments or {}))
+                 for nodes in model_nodes(model).values() for node in nodes]
+    clone = keras.models.clone_model(model)
+    assert [(node, node.arguments or {}) for node, _ in arguments] == arguments
+    assert_same_predictions(model, clone, data_for(model))
+    assert_predicts_like(model, call_on_new_inputs(model), data_for(model))
+
+
+@pytest.mark.parametrize("build", [embedding_lstm, called_with_keywords])
+def test_clone_of_the_clone_predicts_like_the_original(request, clone_mode, build):
+    expect_upstream_failure(request, clone_mode, AFFECTED, "the clone pins its masks",
+                            raises=missing_input_error())
+    model = build()
+    clone = keras.models.clone_model(model)
+    copy_weights(model, clone)
+    assert_same_predictions(model, keras.models.clone_model(clone), data_for(model))
+
+
+@pytest.mark.parametrize("build", [embedding_lstm, called_with_keywords])
+def test_clone_nested_in_a_new_model_predicts_like_the_original(request, clone_mode, build):
+    expect_upstream_failure(request, clone_mode, AFFECTED, "the clone pins its masks",
+                            raises=missing_input_error())
+    model = build()
+    clone = keras.models.clone_model(model)
+    copy_weights(model, clone)
+    assert_predicts_like(model, call_on_new_inputs(clone), data_for(model))
+
+
+def test_explicit_mask_argument_is_kept(clone_mode):
+    """mask=None given by the user switches the mask off: so in the clone.
+    (Unchanged by the fix: a regression guard, it passes unpatched too.)"""
+    x = tokens()
+    model = Model(x, lstm(embedded(x), mask=None))
+    clone = keras.models.clone_model(model)
+    assert_same_predictions(model, clone, data_for(model))
+    assert_same_predictions(model, keras.models.clone_model(clone), data_for(model))
+    unmasked = Model(x, lstm(embedded(x, mask_zero=False)))
+    unmasked.set_weights(model.get_weights())  # the same topology, built the same way
+    assert_predicts_like(model, unmasked, data_for(model))
+
+
+def test_input_tensors_with_a_mask_are_refused_as_before(clone_mode):
+    """Keras refuses input_tensors that carry a mask, patched or not:
+    before 2.2 the input layer does not support masking, from 2.2 on such a
+    tensor is no model input."""
+    x = features()
+    model = Model(x, lstm(x))
+    masked = embedded(tokens())
+    with pytest.raises(ValueError if NESTS_ON_MASKED_TENSORS else TypeError,
+                       match="does not support masking|Graph disconnected"):
+        keras.models.clone_model(model, input_tensors=[masked])

@@ -1,0 +1,175 @@
+"""The fix of run_internal_graph on real Keras: a model called on new tensors.
+
+Keras runs it whenever a model is used as a layer: nested in another model,
+`model.compute_mask` on a new tensor, `TimeDistributed(model)` and every
+replica of `multi_gpu_model`. Each case runs patched and unpatched; where
+the release breaks it, unpatched is a strict xfail.
+"""
+
+import collections
+
+import pytest
+
+import keras_clone_fix
+from conftest import expect_upstream_failure, skip_module_unless_affected
+
+skip_module_unless_affected()
+
+import keras  # noqa: E402
+import numpy  # noqa: E402
+from keras import backend as K  # noqa: E402
+from keras.layers import Lambda  # noqa: E402
+from models import (  # noqa: E402
+    AFFECTED, LAMBDA_CALL_BROKEN, SplitOutputs, assert_close, assert_predicts_like,
+    assert_same_predictions, call_on_new_inputs, copy_weights, data_for, embedded, features,
+    lstm, padded_tokens, predict, tokens)
+
+Model = keras.models.Model
+pytestmark = pytest.mark.usefixtures("fresh_graph")
+# Keras raises a plain Exception ("Layers should have equal number of output
+# tensors and output masks") from 2.1.6 on, AssertionError ("Could not
+# compute output") before.
+SINGLE_MASK_FAILURE = Exception
+
+
+def split_with_one_mask(name="inner", steps=None):
+    """Embedding(mask_zero) -> a two-output layer passing its one mask -> LSTMs."""
+    x = tokens() if steps is None else keras.layers.Input(shape=(steps,), dtype="int32")
+    outputs = [lstm(y) for y in SplitOutputs(2)(embedded(x))]
+    return Model(x, keras.layers.concatenate(outputs), name=name)
+
+
+def two_output_lambda(name="inner"):
+    x = features()
+    pair = Lambda(lambda x: [x + 1, x * 2], output_shape=lambda s: [s, s])(x)
+    return Model(x, keras.layers.add(pair), name=name)
+
+
+@pytest.mark.parametrize("build, broken", [
+    (split_with_one_mask, AFFECTED),
+    (two_output_lambda, LAMBDA_CALL_BROKEN),
+])
+def test_nested_model_builds_predicts_and_clones(request, clone_mode, build, broken):
+    expect_upstream_failure(request, clone_mode, broken, "keras " + keras.__version__,
+                            raises=SINGLE_MASK_FAILURE)
+    inner = build()
+    outer = call_on_new_inputs(inner)
+    data = data_for(inner)
+    assert_predicts_like(inner, outer, data)
+    assert_same_predictions(outer, keras.models.clone_model(outer), data)
+
+
+def test_compute_mask_on_a_new_tensor(request, clone_mode):
+    expect_upstream_failure(request, clone_mode, AFFECTED, "keras " + keras.__version__,
+                            raises=SINGLE_MASK_FAILURE)
+    x = tokens()
+    sequences = [keras.layers.LSTM(2, return_sequences=True)(y)
+                 for y in SplitOutputs(2)(embedded(x))]
+    model = Model(x, sequences)
+    new_input = tokens("new")
+    masks = model.compute_mask(new_input, None)
+    data = data_for(model)
+    for mask in K.function([new_input], masks)(data):
+        numpy.testing.assert_array_equal(mask, data[0] != 0)
+
+
+def test_time_distributed_model(request, clone_mode):
+    expect_upstream_failure(request, clone_mode, AFFECTED, "keras " + keras.__version__,
+                            raises=SINGLE_MASK_FAILURE)
+    inner = split_with_one_mask(steps=4)
+    sequence = keras.layers.Input(shape=(3, 4), dtype="int32")
+    outer = Model(sequence, keras.layers.TimeDistributed(inner)(sequence))
+    data = numpy.stack([padded_tokens(seed)[:, :4] for seed in range(3)], axis=1)
+    got = outer.predict(data)
+    for step in range(3):
+        assert_close(predict(inner, data[:, step]), [got[:, step]])
+
+
+def embedding_lstm():
+    x = tokens()
+    return Model(x, lstm(embedded(x)))
+
+
+def embedding_lstm_called_with_keywords():
+    """Its LSTM node keeps a dict of arguments: unpatched, the first call on
+    new tensors writes its mask into it, and every later call uses that."""
+    x = tokens()
+    return Model(x, lstm(embedded(x), training=False))
+
+
+@pytest.fixture
+def two_gpus(monkeypatch):
+    """multi_gpu_model on the CPU: Keras sees two GPUs, and the session
+    places their operations on the CPU."""
+    if K.backend() != "tensorflow" or not hasattr(keras.utils, "multi_gpu_model"):
+        pytest.skip("multi_gpu_model needs TensorFlow and Keras >= 2.0.9")
+    from keras.utils import multi_gpu_utils
+    from tensorflow.compat import v1 as tf
+    monkeypatch.setattr(multi_gpu_utils, "_get_available_devices",
+                        lambda: ["/cpu:0", "/gpu:0", "/gpu:1"])
+    K.set_session(tf.Session(config=tf.ConfigProto(allow_soft_placement=True)))
+
+
+@pytest.mark.usefixtures("two_gpus")
+@pytest.mark.parametrize("cpu_relocation", [False, True], ids=["replicas", "relocated"])
+@pytest.mark.parametrize("build, broken", [
+    (embedding_lstm, "relocated"),
+    (embedding_lstm_called_with_keywords, "always"),
+    (split_with_one_mask, "always"),
+])
+def test_multi_gpu_model_predicts_like_the_model(request, clone_mode, cpu_relocation, build,
+                                                 broken):
+    """Replicas each on their own half of the batch, with their own masks;
+    with cpu_relocation the model is cloned first."""
+    expect_upstream_failure(
+        request, clone_mode, broken == "always" or cpu_relocation, "keras " + keras.__version__,
+        raises=Exception)  # AssertionError, InvalidArgumentError or Keras's own Exception
+    model = build()
+    parallel = keras.utils.multi_gpu_model(model, gpus=2, cpu_relocation=cpu_relocation)
+    replica, = [layer for layer in parallel.layers if isinstance(layer, Model)]
+    copy_weights(model, replica)
+    assert_predicts_like(model, parallel, data_for(model))
+
+
+def two_inputs_concatenated():
+    a, b = features("a"), features("b")
+    return Model([a, b], lstm(keras.layers.concatenate([a, b])))
+
+
+def nested_embedding_lstm():
+    inner = embedding_lstm()
+    x = tokens()
+    return Model(x, keras.layers.Dense(2)(inner(x)))
+
+
+UNCHANGED = [embedding_lstm, embedding_lstm_called_with_keywords, two_inputs_concatenated,
+             nested_embedding_lstm]
+
+
+def graph_operations():
+    """How many operations of each type the TensorFlow graph has (empty on
+    other backends)."""
+    if K.backend() != "tensorflow":
+        return collections.Counter()
+    from tensorflow.compat import v1 as tf
+    return collections.Counter(operation.type for operation in tf.get_default_graph().get_operations())
+
+
+@pytest.mark.parametrize("build", UNCHANGED, ids=[case.__name__ for case in UNCHANGED])
+def test_without_multi_output_layers_calls_build_the_same_graph(restore_fix_state, build):
+    """Models without multi-output layers, called once on new tensors: the
+    same operations and predictions patched and unpatched."""
+    built = {}
+    for fix in (keras_clone_fix.unpatch, keras_clone_fix.patch):
+        if hasattr(K, "clear_session"):
+            K.clear_session()
+        fix()
+        model = build()
+        random = numpy.random.RandomState(0)
+        model.set_weights([random.normal(size=weights.shape) for weights in model.get_weights()])
+        before = graph_operations()
+        outer = call_on_new_inputs(model)
+        built[fix] = graph_operations() - before, predict(outer, data_for(model))
+    (unpatched_ops, unpatched), (patched_ops, patched) = built[keras_clone_fix.unpatch], built[keras_clone_fix.patch]
+    assert patched_ops == unpatched_ops
+    assert_close(unpatched, patched)
