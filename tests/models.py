@@ -142,3 +142,14 @@ def call_on_new_inputs(model):
     inputs = [keras.layers.Input(batch_shape=K.int_shape(x), dtype=K.dtype(x))
               for x in model.inputs]
     return keras.models.Model(inputs, model(inputs if len(inputs) > 1 else inputs[0]))
+
+
+def model_nodes(model):
+    """Every node of `model` (its layer calls)."""
+    by_depth = getattr(model, "_nodes_by_depth", None) or model.nodes_by_depth  # 2.0-2.1: public
+    return [node for nodes in by_depth.values() for node in nodes]
+
+
+def node_arguments(model):
+    """(node, a copy of its call arguments) for every node of `model`."""
+    return [(node, dict(node.arguments or {})) for node in model_nodes(model)]

@@ -2,8 +2,10 @@
 
 Each model is a DAG over (batch, STEPS, 3) tensors: Embedding inputs with
 and without mask_zero, SplitOutputs layers with 1 - 4 outputs and every mask
-rule, Dense layers, merges, shared layers and nested models. Every tensor it
-makes reaches a model output, so a clone that drops an output cannot pass.
+rule, Dense layers (some called with a keyword argument), merges, shared
+layers and nested models (on masked tensors too, where Keras can build
+that). Every tensor it makes reaches a model output, so a clone that drops
+an output cannot pass.
 """
 
 import random
@@ -11,7 +13,9 @@ import random
 
 import keras
 
-from models import LAMBDA_BROKEN, MASKING_BROKEN, SplitOutputs, features, lstm, tokens
+from models import (
+    LAMBDA_BROKEN, MASKING_BROKEN, NESTED_MASK_BROKEN, NESTS_ON_MASKED_TENSORS, SplitOutputs,
+    features, lstm, tokens)
 
 MAX_OUTPUTS = 4
 
@@ -28,13 +32,14 @@ class RandomModel(object):
         self.random = random.Random(seed)
         self.features = set()        # what this model contains, for the report
         self.breaks_upstream = False  # the unpatched release cannot clone it
+        self.unpatched_may_differ = False  # its unpatched clone may predict otherwise
         self.inputs, self.open = [], []
         self.layers = []             # (layer, takes masked input?) for sharing
         for index in range(self.random.randint(1, 2)):
             self._add_input(index)
         for _ in range(self.random.randint(2, 6)):
-            self.random.choice([self._split, self._split, self._dense, self._merge,
-                                self._share, self._nest])()
+            self.random.choice([self._split, self._split, self._dense, self._recurrent,
+                                self._merge, self._share, self._nest])()
         self.model = keras.models.Model(self.inputs, [lstm(y.value) for y in self._outputs()])
 
     def _add_input(self, index):
@@ -58,13 +63,13 @@ class RandomModel(object):
             self.open.remove(tensor)
         return chosen
 
-    def _call(self, layer, inputs, rule):
+    def _call(self, layer, inputs, rule, **arguments):
         """Call `layer` on `inputs`; record the outputs and whether the
         unpatched release loses any of them."""
         if not inputs:
             return
         values = [t.value for t in inputs]
-        outputs = layer(values if len(values) > 1 else values[0])
+        outputs = layer(values if len(values) > 1 else values[0], **arguments)
         outputs = outputs if isinstance(outputs, list) else [outputs]
         first_masked = inputs[0].masked or (rule == "merge" and any(t.masked for t in inputs))
         for index, output in enumerate(outputs):
@@ -88,6 +93,15 @@ class RandomModel(object):
         self._call(layer, self._take(), "pass")
         self.layers.append((layer, "pass"))
 
+    def _recurrent(self):
+        """An LSTM called with a keyword argument: its node keeps a dict of
+        arguments, which unpatched clones write their masks into."""
+        inputs = self._take()
+        if inputs:
+            self.features.add("called with a keyword")
+            self._call(keras.layers.LSTM(3, return_sequences=True), inputs, "pass",
+                       training=False)
+
     def _merge(self):
         inputs = self._take(2)
         if len(inputs) == 2:
@@ -110,11 +124,15 @@ class RandomModel(object):
         inner_input = features()
         parts = SplitOutputs(2, mask_rule="list")(keras.layers.Dense(3)(inner_input))
         inner = keras.models.Model(inner_input, keras.layers.add(parts))
+        # Keras < 2.2 cannot call a model on a masked tensor.
+        inputs = self._take(masked=None if NESTS_ON_MASKED_TENSORS else False)
+        if inputs and inputs[0].masked:
+            self.features.add("nested model on a masked tensor")
+            # Unpatched 2.2.5 - 2.3.1 drop its mask, which changes the
+            # predictions unless another mask downstream happens to be the same.
+            self.unpatched_may_differ |= NESTED_MASK_BROKEN
         self.features.add("nested model")
-        # Unmasked only: Keras < 2.2 cannot call a model on a masked tensor,
-        # and 2.2 - 2.3.1 clone such a model into one that predicts
-        # differently, fix or no fix (see README, known upstream issues).
-        self._call(inner, self._take(masked=False), "merge")
+        self._call(inner, inputs, "merge")
 
     def _outputs(self):
         """Merge open tensors into at most three model outputs."""

@@ -18,7 +18,7 @@ from keras.layers import Lambda  # noqa: E402
 from models import (  # noqa: E402
     AFFECTED, LAMBDA_BROKEN, MASKING_BROKEN, NESTED_MASK_BROKEN, NESTS_ON_MASKED_TENSORS, STEPS,
     SplitOutputs, assert_predicts_like, assert_same_predictions, call_on_new_inputs, copy_weights,
-    data_for, embedded, features, lstm, missing_input_error, predict, tokens)
+    data_for, embedded, features, lstm, missing_input_error, node_arguments, predict, tokens)
 
 Model = keras.models.Model
 pytestmark = pytest.mark.usefixtures("fresh_graph")
@@ -208,12 +208,8 @@ FUNCTIONAL_MODELS = [build for build, _ in CASES] + [
 
 def call_arguments(model):
     """Which keyword arguments each layer call of `model` was given."""
-    return sorted((node.outbound_layer.name, sorted(node.arguments or ()))
-                  for nodes in model_nodes(model).values() for node in nodes)
-
-
-def model_nodes(model):
-    return getattr(model, "_nodes_by_depth", None) or model.nodes_by_depth  # 2.0 - 2.1: public
+    return sorted((node.outbound_layer.name, sorted(arguments))
+                  for node, arguments in node_arguments(model))
 
 
 @pytest.mark.parametrize("build", FUNCTIONAL_MODELS,
@@ -236,10 +232,9 @@ def called_with_keywords():
 def test_clone_leaves_the_original_untouched(request, clone_mode):
     expect_upstream_failure(request, clone_mode, AFFECTED, "clone writes mask into node.arguments")
     model = called_with_keywords()
-    arguments = [(node, dict(node.arguments or {}))
-                 for nodes in model_nodes(model).values() for node in nodes]
+    arguments = node_arguments(model)
     clone = keras.models.clone_model(model)
-    assert [(node, node.arguments or {}) for node, _ in arguments] == arguments
+    assert node_arguments(model) == arguments
     assert_same_predictions(model, clone, data_for(model))
     assert_predicts_like(model, call_on_new_inputs(model), data_for(model))
 
