@@ -1,12 +1,13 @@
-"""What the fix costs clone_model: prints figures, asserts nothing.
+"""What the fix costs clone_model, and calling a model on new tensors:
+prints figures, asserts nothing.
 
     nox -s bench      (Python 3.7, TensorFlow 1.15, Keras 2.2.5)
 
-The reference is Keras 2.2.5's own _clone_functional_model, unpatched, in
-the same process: it clones ResNet50 (no multi-output layers) and graphs of
-two-output Lambda layers (the case 2.2.5 fixed) correctly, so patched and
-reference clone the same models. Patched and reference runs alternate, and
-each time is the CPU time of one clone, garbage collection kept out of it.
+The reference is Keras 2.2.5's own code, unpatched, in the same process: it
+clones and calls ResNet50 (no multi-output layers) and graphs of two-output
+Lambda layers (the case 2.2.5 fixed) correctly, so patched and reference do
+the same work. Patched and reference runs alternate, and each time is the
+CPU time of one clone (or call), garbage collection kept out of it.
 """
 
 import gc
@@ -45,9 +46,14 @@ def resnet50():
     return keras.applications.ResNet50(weights=None)
 
 
-def clone_seconds(build, patched):
-    """Build a model in a new graph, then time one clone of it: CPU time,
-    with the garbage collector run before and kept out of the clone."""
+def call_on_new_input(model):
+    """What nesting a model does: run_internal_graph on a new Input."""
+    return model(Input(batch_shape=K.int_shape(model.input)))
+
+
+def seconds(build, patched, action):
+    """Build a model in a new graph, then time `action` on it once: CPU
+    time, with the garbage collector run before and kept out of it."""
     K.clear_session()
     model = build()
     (keras_clone_fix.patch if patched else keras_clone_fix.unpatch)()
@@ -55,23 +61,23 @@ def clone_seconds(build, patched):
     gc.disable()
     try:
         began = time.process_time()
-        keras.models.clone_model(model)
+        action(model)
         return time.process_time() - began
     finally:
         gc.enable()
 
 
-def medians(build, repeats):
-    """(patched, reference) median clone seconds; the order alternates too."""
+def medians(build, repeats, action=keras.models.clone_model):
+    """(patched, reference) median seconds; the order alternates too."""
     patched, reference = [], []
     for repeat in range(repeats):
         for is_patched in ((True, False) if repeat % 2 == 0 else (False, True)):
-            (patched if is_patched else reference).append(clone_seconds(build, is_patched))
+            (patched if is_patched else reference).append(seconds(build, is_patched, action))
     return statistics.median(patched), statistics.median(reference)
 
 
-def compare(name, build, repeats=REPEATS):
-    fixed, plain = medians(build, repeats)
+def compare(name, build, action=keras.models.clone_model, repeats=REPEATS):
+    fixed, plain = medians(build, repeats, action)
     print("| {} | {:.3f} s | {:.3f} s | {:.3f} |".format(name, fixed, plain, fixed / plain))
 
 
@@ -124,6 +130,11 @@ def main():
     print("| model | patched | Keras' own | ratio |\n|---|---|---|---|")
     compare("ResNet50(weights=None)", resnet50)
     compare("1,002 layers, 500 two-output", lambda: split_graph(1002))
+    print("\ncalling the model on a new Input (run_internal_graph), median of {}:\n".format(
+        REPEATS))
+    print("| model | patched | Keras' own | ratio |\n|---|---|---|---|")
+    compare("ResNet50(weights=None)", resnet50, call_on_new_input)
+    compare("1,002 layers, 500 two-output", lambda: split_graph(1002), call_on_new_input)
     scaling()
     memory()
 

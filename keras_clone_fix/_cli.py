@@ -8,7 +8,7 @@ import sys
 import keras_clone_fix
 from keras_clone_fix._affected import is_affected
 
-NOT_INSTALLED, CLONE_WORKS, CLONE_FAILS = 0, 0, 1
+NOT_INSTALLED, WORKS, FAILS = 0, 0, 1
 
 
 def _two_output_model(keras):
@@ -35,21 +35,39 @@ def _two_output_model(keras):
     return keras.models.Model(tokens, outputs)
 
 
+def _predicts_like(model, other):
+    import numpy
+    padded = numpy.array([[1, 2, 3, 0, 0], [4, 5, 0, 0, 0]])
+    expected, got = model.predict(padded, verbose=0), other.predict(padded, verbose=0)
+    return all(numpy.allclose(e, g) for e, g in zip(expected, got))
+
+
 def check_clone(keras):
     """(works: bool, detail: str): clone the model, compare predictions."""
-    import numpy
     model = _two_output_model(keras)
     try:
         clone = keras.models.clone_model(model)
     except Exception as error:
         return False, "clone_model failed: {}: {}".format(type(error).__name__, error)
     clone.set_weights(model.get_weights())
-    padded = numpy.array([[1, 2, 3, 0, 0], [4, 5, 0, 0, 0]])
-    expected = model.predict(padded, verbose=0)
-    got = clone.predict(padded, verbose=0)
-    if all(numpy.allclose(e, g) for e, g in zip(expected, got)):
+    if _predicts_like(model, clone):
         return True, "clone_model works: the clone predicts what the model predicts"
     return False, "clone_model ran, but the clone predicts differently from the model"
+
+
+def check_call_on_new_tensors(keras):
+    """(works: bool, detail: str): call the model on a new input (what a
+    nested model, TimeDistributed and multi_gpu_model do), compare predictions."""
+    model = _two_output_model(keras)
+    new_input = keras.layers.Input(shape=(5,), dtype="int32")
+    try:
+        outer = keras.models.Model(new_input, model(new_input))
+    except Exception as error:
+        return False, "calling the model on a new tensor failed: {}: {}".format(
+            type(error).__name__, error)
+    if _predicts_like(model, outer):
+        return True, "calling the model on a new tensor works: it predicts what the model predicts"
+    return False, "calling the model on a new tensor ran, but predicts differently"
 
 
 def self_check():
@@ -64,9 +82,12 @@ def self_check():
     status = keras_clone_fix.status()
     report.update(keras=status.keras_version, backend=keras.backend.backend(),
                   affected=is_affected(status.keras_version)[0], patched=status.patched,
-                  reason=status.reason, activated_by=status.activated_by)
-    works, report["result"] = check_clone(keras)
-    return report, CLONE_WORKS if works else CLONE_FAILS
+                  targets=status.targets, reason=status.reason, activated_by=status.activated_by)
+    clone_works, report["clone"] = check_clone(keras)
+    call_works, report["call_on_new_tensors"] = check_call_on_new_tensors(keras)
+    works = clone_works and call_works
+    report["result"] = "ok" if works else "FAILED"
+    return report, WORKS if works else FAILS
 
 
 def main(argv=None):
@@ -79,6 +100,7 @@ def main(argv=None):
     if arguments.json:
         print(json.dumps(dict(report, ok=code == 0), indent=2, sort_keys=True))
     else:
+        width = max(len(key) for key in report)
         for key, value in report.items():
-            print("{:>16}: {}".format(key.replace("_", " "), value))
+            print("{:>{}}: {}".format(key.replace("_", " "), width, value))
     return code

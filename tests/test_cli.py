@@ -17,7 +17,9 @@ def test_json_report_matches_the_environment():
         assert report["keras"] is None and "keras is not installed" in report["result"]
     else:
         assert report["patched"] is AFFECTED and report["affected"] is AFFECTED
-        assert report["result"].startswith("clone_model works")
+        assert report["clone"].startswith("clone_model works")
+        assert report["call_on_new_tensors"].startswith("calling the model on a new tensor works")
+        assert report["result"] == "ok"
 
 
 @keras_free_only
@@ -40,6 +42,8 @@ def test_fails_clearly_when_the_fix_is_switched_off():
     finished = self_check(env={"KERAS_CLONE_FIX": "0"})
     assert finished.returncode == 1
     assert "clone_model failed: AssertionError: Could not compute output" in finished.stdout
+    assert "calling the model on a new tensor failed: " in finished.stdout
+    assert "result: FAILED" in finished.stdout
     assert "activation switched off by KERAS_CLONE_FIX=0" in finished.stdout
 
 
