@@ -80,6 +80,7 @@ def keras_arrived():
         except PatchError:
             warn(state.reason + "; those run unpatched")
         except Exception as error:
+            _uninstall()
             state.reason = "activation failed: {}: {}".format(type(error).__name__, error)
             warn(state.reason + "; keras is not patched")
 
@@ -174,6 +175,14 @@ def _targets_status(version):
             for target in targets_for(version)}
 
 
+def _uninstall():
+    """Put back the original of every target we patched (lock held)."""
+    for name, installed in state.installed.items():
+        if _is_installed(name):
+            setattr(installed.owner, installed.name, installed.original)
+    state.installed.clear()
+
+
 def _apply(force):
     """Patch the imported keras if the guard says so (lock held): every
     target that can be patched is, and PatchError names those that cannot."""
@@ -219,10 +228,7 @@ def unpatch():
     waiting for keras; returns status()."""
     with lock:
         disarm()
-        for name, installed in state.installed.items():
-            if _is_installed(name):
-                setattr(installed.owner, installed.name, installed.original)
-        state.installed.clear()
+        _uninstall()
         state.activated_by = None
         state.reason = "unpatched by keras_clone_fix.unpatch()"
         return status()
