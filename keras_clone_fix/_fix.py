@@ -75,7 +75,7 @@ def _function_def(original):
             "expected a plain function, found {!r}".format(original))
     try:
         source = textwrap.dedent(inspect.getsource(original))
-    except (OSError, TypeError) as error:
+    except (IOError, OSError, TypeError) as error:  # Python 2 raises IOError
         raise UnsupportedCloneFunction("its source is not available: {}".format(error))
     module = ast.parse(source)
     ast.increment_lineno(module, original.__code__.co_firstlineno - 1)
@@ -127,8 +127,9 @@ def build_fixed_clone(original):
 
     fixed = types.FunctionType(made.__code__, original.__globals__, original.__name__,
                                original.__defaults__, made.__closure__)
-    fixed.__kwdefaults__ = original.__kwdefaults__
     fixed.__doc__ = original.__doc__
     fixed.__module__ = original.__module__
-    fixed.__qualname__ = original.__qualname__
+    for name in ("__kwdefaults__", "__qualname__"):  # Python 3 only
+        if hasattr(original, name):
+            setattr(fixed, name, getattr(original, name))
     return fixed
