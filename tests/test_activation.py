@@ -1,14 +1,18 @@
 """patch / unpatch / status, and activation by `import keras_clone_fix`."""
 
 import importlib
-import importlib.util
 import threading
 
 import pytest
 
 import keras_clone_fix
 from keras_clone_fix import _activation
-from conftest import AFFECTED, affected_only, keras_free_only, probe
+from conftest import AFFECTED, affected_only, installed, keras_free_only, probe, run_python
+
+try:
+    from importlib import reload
+except ImportError:  # Python 2
+    from imp import reload
 
 TARGET = "_clone_functional_model"
 
@@ -17,6 +21,34 @@ def test_import_is_lazy(python_without_pth):
     report, _ = probe("fix-only", python=python_without_pth)
     assert report["after_fix_import"] == []
     assert report["status"]["reason"] == "waiting for `import keras`"
+
+
+UNRELATED_IMPORTS = """
+import keras_clone_fix
+print(keras_clone_fix.status().reason)
+import json, xml.dom.minidom, logging.handlers  # the standard library, submodules
+from email.mime import text
+import pytest, wrapt  # site-packages
+import keras_clone_fix._affected  # a submodule of the watcher's own package
+for missing in ("no_such_module", "json.no_such_submodule", "keras_no_such_module"):
+    try:
+        __import__(missing)
+    except ImportError:
+        print("ImportError for " + missing)
+print(keras_clone_fix.status().reason)
+"""
+
+
+def test_unrelated_imports_work_while_waiting_for_keras(python_without_pth):
+    """Python 2 asks every sys.meta_path finder through find_module, Python
+    3 through find_spec: the watcher must answer both for any name."""
+    finished = run_python(["-c", UNRELATED_IMPORTS], python=python_without_pth)
+    assert (finished.stdout, finished.stderr) == (
+        "waiting for `import keras`\n"
+        "ImportError for no_such_module\n"
+        "ImportError for json.no_such_submodule\n"
+        "ImportError for keras_no_such_module\n"
+        "waiting for `import keras`\n", "")
 
 
 @affected_only
@@ -61,7 +93,7 @@ def test_patch_and_unpatch_racing_from_many_threads(restore_fix_state):
     import keras.models
     keras_clone_fix.unpatch()
     original = getattr(keras.models, TARGET)
-    start = threading.Barrier(16)
+    start = threading.Event()  # all together, once all are started
 
     def toggle(index):
         start.wait()
@@ -71,6 +103,7 @@ def test_patch_and_unpatch_racing_from_many_threads(restore_fix_state):
     threads = [threading.Thread(target=toggle, args=(index,)) for index in range(16)]
     for thread in threads:
         thread.start()
+    start.set()
     for thread in threads:
         thread.join()
     keras_clone_fix.patch()
@@ -99,7 +132,7 @@ def test_reloading_the_package_keeps_one_wrapper(restore_fix_state):
     import keras.models
     keras_clone_fix.patch()
     wrapper = getattr(keras.models, TARGET)
-    importlib.reload(keras_clone_fix)
+    reload(keras_clone_fix)
     assert getattr(keras.models, TARGET) is wrapper and keras_clone_fix.status().patched
 
 
@@ -139,7 +172,7 @@ def unaffected_frontends():
     """keras >= 2.4 / Keras 3 and tf_keras, where installed."""
     if AFFECTED:
         return []
-    return [name for name in ("keras", "tf_keras") if importlib.util.find_spec(name)]
+    return [name for name in ("keras", "tf_keras") if installed(name)]
 
 
 @pytest.mark.parametrize("frontend", unaffected_frontends())
