@@ -4,6 +4,7 @@
     nox -s demo         # the bug on Keras 2.2.4, then the fix
     nox -s full         # the long randomised differential run
     nox -s bench        # clone-time, memory and start-up benchmarks
+    nox -s startup startup-2.7   # start-up figures on Python 3.13 and 2.7
 
 Each session installs the one wheel built from this tree (never an editable
 install: those carry no .pth file), so tests see what users install.
@@ -150,8 +151,18 @@ def bench(session):
     session.run("python", "benchmarks/startup.py", env=QUIET_TF)
 
 
+def measure_startup(session):
+    install(session)
+    session.run("python", "benchmarks/startup.py")
+
+
 @nox.session(venv_backend="venv", python="3.13")
 def startup(session):
     """Start-up figures on the newest Python, with wrapt 2 installed."""
-    install(session)
-    session.run("python", "benchmarks/startup.py")
+    measure_startup(session)
+
+
+@nox.session(name="startup-2.7", venv_backend="virtualenv", python="2.7")
+def startup_python2(session):
+    """Start-up figures on Python 2.7, with wrapt 1.15 installed."""
+    measure_startup(session)

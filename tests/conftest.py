@@ -98,12 +98,19 @@ def probe(how=None, **options):
     return json.loads(reports[-1]), finished
 
 
-# One line of a .pth: this environment's site-packages on sys.path, with its
-# .pth files run (Python 2 needs protobuf's to import TensorFlow), but ours.
-EVERY_PTH_BUT_OURS = (
-    "import os, site, sys; sys.path.append({path!r}); "
-    "[site.addpackage({path!r}, name, set()) for name in sorted(os.listdir({path!r})) "
-    "if name.endswith('.pth') and name != 'keras_clone_fix.pth']\n")
+# A module the other interpreter's .pth imports: this environment's
+# site-packages on sys.path, with its .pth files run (Python 2 needs
+# protobuf's to import TensorFlow), all but ours.
+EVERY_PTH_BUT_OURS = """
+import os
+import site
+import sys
+
+sys.path.append({path!r})
+for name in sorted(os.listdir({path!r})):
+    if name.endswith(".pth") and name != "keras_clone_fix.pth":
+        site.addpackage({path!r}, name, set())
+"""
 
 
 @pytest.fixture(scope="session")
@@ -122,8 +129,10 @@ def python_without_pth(tmp_path_factory):
     python = os.path.join(home, "bin", "python")
     site_dir = run_python(["-c", "import site; print(site.getsitepackages()[0])"],
                           python=python).stdout.strip()
+    with open(os.path.join(site_dir, "environment_but_keras_clone_fix.py"), "w") as module:
+        module.write(EVERY_PTH_BUT_OURS.format(path=SITE_PACKAGES))
     with open(os.path.join(site_dir, "environment.pth"), "w") as pth:
-        pth.write(EVERY_PTH_BUT_OURS.format(path=SITE_PACKAGES))
+        pth.write("import environment_but_keras_clone_fix\n")
     return python
 
 
