@@ -15,7 +15,7 @@ from keras_clone_fix._affected import is_affected
 
 NOT_INSTALLED, CLONE_WORKS, CLONE_FAILS = 0, 0, 1
 BACKEND_BANNER = re.compile(r"Using \w+ backend\.?\n?\Z")
-NOISY_PACKAGES = r"(tensorflow|keras|theano|numpy|h5py|google)(\.|\Z)"
+NOISY_PACKAGES = r"(tensorflow|keras|theano|cntk|numpy|h5py|google)(\.|\Z)"
 
 
 class _StderrWithoutBackendBanner(object):
