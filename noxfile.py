@@ -4,6 +4,7 @@
     nox -s demo         # the bug on Keras 2.2.4, then the fix
     nox -s full         # the long randomised differential run
     nox -s bench        # clone-time, memory and start-up benchmarks
+    nox -s startup startup-2.7   # start-up figures on Python 3.13 and 2.7
 
 Each session installs the one wheel built from this tree (never an editable
 install: those carry no .pth file), so tests see what users install.
@@ -17,7 +18,7 @@ import sys
 
 import nox
 
-nox.options.sessions = ["tests", "wheel"]
+nox.options.sessions = ["tests", "tests-2.7", "wheel", "wheel-2.7"]
 nox.options.error_on_missing_interpreters = True
 nox.needs_version = ">=2024.3.2"
 
@@ -39,6 +40,14 @@ ENVIRONMENTS = {
                                    "h5py<3"], {"KERAS_BACKEND": "theano", "RANDOM_MODELS": "4"}),
     "keras-3-tf-2.21": ("3.11", ["tensorflow-cpu==2.21.*", "keras>=3"], QUIET_TF),
     "tf-keras-tf-2.21": ("3.11", ["tensorflow-cpu==2.21.*", "tf-keras==2.21.*"], QUIET_TF),
+}
+# The same on Python 2.7, in its own sessions: they need the virtualenv backend.
+# TensorFlow 1.15.0 is the last with 2.7 wheels; grpcio 1.39 the last such wheel.
+PYTHON2_ENVIRONMENTS = {
+    "keras-2.2.4-tf-1.15.0": ("2.7", ["tensorflow==1.15.0", "grpcio==1.39.0", "keras==2.2.4",
+                                      "h5py<3"], QUIET_TF),
+    "keras-2.2.4-theano": ("2.7", ["theano==1.0.4", "keras==2.2.4", "numpy<1.17", "scipy<1.3",
+                                   "h5py<3"], {"KERAS_BACKEND": "theano", "RANDOM_MODELS": "4"}),
 }
 
 
@@ -62,16 +71,41 @@ def install(session, *requirements):
     if session.python == "3.6":
         session.install("pip<22")  # 3.6's own pip 18.1 is too old for the pins
         requirements += ("-c", os.path.join(ROOT, ".ci", "py36-constraints.txt"))
+    if session.python == "2.7":
+        # The tests make an interpreter without our .pth; 2.7 has no venv.
+        requirements += ("virtualenv<20.22",)
     session.install(built_wheel(), "pytest", *requirements)
 
 
-@nox.session(venv_backend="venv")
-@nox.parametrize("python,requirements,env",
-                 [nox.param(*spec, id=name) for name, spec in ENVIRONMENTS.items()])
-def tests(session, requirements, env):
-    """The whole suite against one real keras environment."""
+def environments(table):
+    return nox.parametrize("python,requirements,env",
+                           [nox.param(*spec, id=name) for name, spec in table.items()])
+
+
+def run_suite(session, requirements, env):
     install(session, *requirements)
     session.run("pytest", *session.posargs, env=env)
+
+
+@nox.session(venv_backend="venv")
+@environments(ENVIRONMENTS)
+def tests(session, requirements, env):
+    """The whole suite against one real keras environment."""
+    run_suite(session, requirements, env)
+
+
+@nox.session(name="tests-2.7", venv_backend="virtualenv")  # 2.7 has no venv module
+@environments(PYTHON2_ENVIRONMENTS)
+def tests_python2(session, requirements, env):
+    """The whole suite against one real keras environment on Python 2.7."""
+    run_suite(session, requirements, env)
+
+
+def check_wheel(session, older_wrapt):
+    install(session)
+    session.run("pytest", *session.posargs)
+    session.install(older_wrapt)
+    session.run("pytest", *session.posargs)
 
 
 @nox.session(venv_backend="venv", python=["3.6", "3.7", "3.8", "3.9", "3.10", "3.11",
@@ -79,10 +113,14 @@ def tests(session, requirements, env):
 def wheel(session):
     """The wheel installs and activates on every Python, with the newest wrapt
     each allows (1.16 before 3.9; 2.x after), keras not installed."""
-    install(session)
-    session.run("pytest", *session.posargs)
-    session.install("wrapt<2")
-    session.run("pytest", *session.posargs)
+    check_wheel(session, "wrapt<2")
+
+
+@nox.session(name="wheel-2.7", venv_backend="virtualenv", python="2.7")
+def wheel_python2(session):
+    """The same on Python 2.7: wrapt 1.15 (the newest for 2.7), then the
+    oldest wrapt we accept, 1.10."""
+    check_wheel(session, "wrapt==1.10.*")
 
 
 @nox.session(venv_backend="venv", python="3.7")
@@ -90,10 +128,11 @@ def demo(session):
     """Show the bug on a real affected keras, then the fix."""
     install(session, *TF1, "keras==2.2.4")
     session.log("without the fix (KERAS_CLONE_FIX=0): expect a failure")
-    session.run("python", "-m", "keras_clone_fix", env=dict(QUIET_TF, KERAS_CLONE_FIX="0"),
+    # No QUIET_TF: the self-check keeps TensorFlow's noise out of its report.
+    session.run("python", "-m", "keras_clone_fix", env={"KERAS_CLONE_FIX": "0"},
                 success_codes=[1])
     session.log("with the fix, activated by the installed .pth")
-    session.run("python", "-m", "keras_clone_fix", env=QUIET_TF)
+    session.run("python", "-m", "keras_clone_fix")
 
 
 @nox.session(venv_backend="venv", python="3.7")
@@ -113,8 +152,18 @@ def bench(session):
     session.run("python", "benchmarks/startup.py", env=QUIET_TF)
 
 
+def measure_startup(session):
+    install(session)
+    session.run("python", "benchmarks/startup.py")
+
+
 @nox.session(venv_backend="venv", python="3.13")
 def startup(session):
     """Start-up figures on the newest Python, with wrapt 2 installed."""
-    install(session)
-    session.run("python", "benchmarks/startup.py")
+    measure_startup(session)
+
+
+@nox.session(name="startup-2.7", venv_backend="virtualenv", python="2.7")
+def startup_python2(session):
+    """Start-up figures on Python 2.7, with wrapt 1.15 installed."""
+    measure_startup(session)

@@ -6,31 +6,50 @@ Run in an environment where the wheel is installed (nox -s bench startup):
 
 Times `python -c pass` with the installed .pth and with it moved aside,
 alternating, and reports medians; then lists the modules the .pth adds at
-start and what `python -X importtime` says they cost. Moves the .pth back
-however it ends.
+start and what `python -X importtime` says they cost (Python 3.7 and later).
+Moves the .pth back however it ends. Runs on Python 2.7 too.
 """
 
+import multiprocessing
 import os
 import platform
-import shutil
-import statistics
 import subprocess
 import sys
 import time
 
 import keras_clone_fix
 
+try:
+    from shutil import which
+except ImportError:  # Python 2
+    from distutils.spawn import find_executable as which
+
 SITE_PACKAGES = os.path.dirname(os.path.dirname(os.path.abspath(keras_clone_fix.__file__)))
 PTH = os.path.join(SITE_PACKAGES, "keras_clone_fix.pth")
 ASIDE = PTH + ".aside"
 ENV = {k: v for k, v in os.environ.items() if not k.startswith("KERAS_CLONE_FIX")}
 LIST_MODULES = "import sys; print(' '.join(sorted(sys.modules)))"
+clock = getattr(time, "perf_counter", time.time)  # Python 2: time.time, to the microsecond
+
+
+def run_command(command):
+    """(stdout, stderr) of a command that must succeed."""
+    process = subprocess.Popen(command, env=ENV, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, universal_newlines=True)
+    stdout, stderr = process.communicate()
+    if process.returncode:
+        raise subprocess.CalledProcessError(process.returncode, command, stdout + stderr)
+    return stdout, stderr
 
 
 def run(*args):
-    return subprocess.run([sys.executable] + list(args), env=ENV, check=True,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          universal_newlines=True)
+    return run_command([sys.executable] + list(args))
+
+
+def median(values):
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2.0
 
 
 class PthMovedAside(object):
@@ -42,9 +61,9 @@ class PthMovedAside(object):
 
 
 def start_once():
-    began = time.perf_counter()
+    began = clock()
     run("-c", "pass")
-    return time.perf_counter() - began
+    return clock() - began
 
 
 def timings(runs):
@@ -57,16 +76,16 @@ def timings(runs):
 
 
 def modules_added_by_the_pth():
-    with_pth = set(run("-c", LIST_MODULES).stdout.split())
+    with_pth = set(run("-c", LIST_MODULES)[0].split())
     with PthMovedAside():
-        without_pth = set(run("-c", LIST_MODULES).stdout.split())
+        without_pth = set(run("-c", LIST_MODULES)[0].split())
     return sorted(with_pth - without_pth)
 
 
 def importtime_of_our_modules():
-    """(self µs, cumulative µs, module) rows of `python -X importtime` for ours."""
+    """(self us, cumulative us, module) rows of `python -X importtime` for ours."""
     rows = []
-    for line in run("-X", "importtime", "-c", "pass").stderr.splitlines():
+    for line in run("-X", "importtime", "-c", "pass")[1].splitlines():
         fields = [field.strip() for field in line.split(":", 1)[-1].split("|")]
         if len(fields) == 3 and fields[2].startswith("keras_clone_fix"):
             rows.append(tuple(fields))
@@ -76,19 +95,19 @@ def importtime_of_our_modules():
 def instructions():
     """Instructions `python -c pass` executes (valgrind's callgrind): the
     same count on every run, whatever else the machine is doing."""
-    finished = run("-c", "pass") if shutil.which("valgrind") is None else subprocess.run(
-        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
-         sys.executable, "-c", "pass"], env=ENV, check=True,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
-    counts = [line.split()[-1] for line in finished.stderr.splitlines() if "Collected" in line]
+    if which("valgrind") is None:
+        return None
+    _, stderr = run_command(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null",
+                             sys.executable, "-c", "pass"])
+    counts = [line.split()[-1] for line in stderr.splitlines() if "Collected" in line]
     return int(counts[0]) if counts else None
 
 
 def main(runs=40):
     print("python {} on {} ({} cores)".format(platform.python_version(), platform.processor()
-                                            or platform.machine(), os.cpu_count()))
+                                            or platform.machine(), multiprocessing.cpu_count()))
     with_pth, without_pth = timings(runs)
-    median_with, median_without = statistics.median(with_pth), statistics.median(without_pth)
+    median_with, median_without = median(with_pth), median(without_pth)
     print("python -c pass, median of {} runs each, alternating:".format(runs))
     print("  with keras_clone_fix.pth    {:8.2f} ms".format(median_with * 1e3))
     print("  without it                  {:8.2f} ms".format(median_without * 1e3))
@@ -98,10 +117,13 @@ def main(runs=40):
         with PthMovedAside():
             without_pth = instructions()
         print("instructions (callgrind): {:,} with the .pth, {:,} without: {:+,} ({:+.1%})".format(
-            with_pth, without_pth, with_pth - without_pth, (with_pth - without_pth) / without_pth))
+            with_pth, without_pth, with_pth - without_pth,
+            float(with_pth - without_pth) / without_pth))
     print("modules in sys.modules at start only because of the .pth:")
     print("  " + " ".join(modules_added_by_the_pth()))
-    print("python -X importtime, our modules (self µs, cumulative µs):")
+    if sys.version_info < (3, 7):
+        return  # no -X importtime
+    print("python -X importtime, our modules (self us, cumulative us):")
     for self_us, cumulative_us, name in importtime_of_our_modules():
         print("  {:>6} {:>6}  {}".format(self_us, cumulative_us, name))
 

@@ -18,7 +18,33 @@ so pytest could not rewrite its asserts (it has none) and would warn so.
 
 import os
 import sys
-import _thread
+
+try:
+    from _thread import RLock as _RLock
+except ImportError:  # Python 2: its `thread` module has no RLock
+    import thread as _thread
+
+    class _RLock(object):
+        """A reentrant lock from the builtin `thread` module: `threading`
+        would cost about 2.7 ms at every interpreter start."""
+
+        def __init__(self):
+            self._lock = _thread.allocate_lock()
+            self._owner = None
+            self._depth = 0
+
+        def __enter__(self):
+            me = _thread.get_ident()
+            if self._owner != me:  # only this thread could have made it `me`
+                self._lock.acquire()
+                self._owner = me
+            self._depth += 1
+
+        def __exit__(self, *exc_info):
+            self._depth -= 1
+            if not self._depth:
+                self._owner = None
+                self._lock.release()
 
 __version__ = "0.1.0"
 __all__ = ["KerasCloneFixWarning", "PatchError", "patch", "status", "unpatch"]
@@ -64,7 +90,7 @@ def status():
 
 class _State(object):
     """The fix's state in this process; _activation does the rest with it."""
-    lock = _thread.RLock()
+    lock = _RLock()
     installed = {}       # target name -> _activation.Installed, while patched
     watcher = None       # the _KerasImportWatcher while waiting for keras
     activated_by = None  # what asked for the fix
@@ -75,15 +101,23 @@ _state = _State()
 
 
 class _KerasImportWatcher(object):
-    """A sys.meta_path finder waiting for `import keras`: _activation.watch_keras
-    does the work, when keras is imported."""
-    finding = False
+    """A sys.meta_path finder waiting for `import keras`; _activation does
+    the work when keras is imported. Python 3 calls find_spec; Python 2
+    calls find_module, then load_module of the loader it returns (this)."""
+    finding = False  # True while the other finders look for keras
 
     def find_spec(self, fullname, path=None, target=None):
         if fullname != "keras" or self.finding:
             return None
         from keras_clone_fix import _activation
         return _activation.watch_keras(self)
+
+    def find_module(self, fullname, path=None):
+        return self if fullname == "keras" and not self.finding else None
+
+    def load_module(self, fullname):
+        from keras_clone_fix import _activation
+        return _activation.load_keras(self)
 
 
 def _arm():

@@ -7,10 +7,12 @@ imported only to patch an affected keras.
 The wait for keras is not wrapt's post-import hook: importing wrapt costs
 20 - 95 ms, too much for every interpreter. It is the same idea in a few
 lines: the package's `sys.meta_path` finder answers only for "keras"; then
-watch_keras() lets the other finders find it and hands back its spec with a
-loader that calls keras_arrived() once keras' `__init__` has run. That
-loader stands in only while keras executes; afterwards keras' `__loader__`
-and `__spec__.loader` are the real loader again.
+on Python 3, watch_keras() lets the other finders find it and hands back its
+spec with a loader that calls keras_arrived() once keras' `__init__` has
+run. That loader stands in only while keras executes; afterwards keras'
+`__loader__` and `__spec__.loader` are the real loader again. On Python 2,
+whose finders have no specs, load_keras() imports keras through the other
+finders and then calls keras_arrived().
 """
 
 import collections
@@ -54,18 +56,33 @@ class _LoaderThenCallback(object):
         self._callback()
 
 
-def watch_keras(watcher):
-    """The spec of keras, found by the other finders, loading so that
-    keras_arrived() runs once keras is imported."""
-    import importlib.util
-    watcher.finding = True  # the lookup below comes back to the watcher
+def _past(watcher, find_or_import):
+    """find_or_import("keras") by the other finders: it comes back to the
+    watcher, which must then let it pass."""
+    watcher.finding = True
     try:
-        spec = importlib.util.find_spec("keras")
+        return find_or_import("keras")
     finally:
         watcher.finding = False
+
+
+def watch_keras(watcher):
+    """Python 3: the spec of keras, found by the other finders, loading so
+    that keras_arrived() runs once keras is imported."""
+    import importlib.util
+    spec = _past(watcher, importlib.util.find_spec)
     if spec is not None and hasattr(spec.loader, "exec_module"):
         spec.loader = _LoaderThenCallback(spec.loader, keras_arrived)
     return spec
+
+
+def load_keras(watcher):
+    """Python 2's load_module: keras, imported by the other finders, then
+    keras_arrived(). A failed import raises as it would without us."""
+    import importlib
+    keras = _past(watcher, importlib.import_module)
+    keras_arrived()
+    return keras
 
 
 def keras_arrived():

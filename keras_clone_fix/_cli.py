@@ -1,14 +1,58 @@
 """`python -m keras_clone_fix`: diagnose this environment and prove clone_model works."""
 
 import argparse
+import collections
 import json
+import logging
+import os
 import platform
+import re
 import sys
+import warnings
 
 import keras_clone_fix
 from keras_clone_fix._affected import is_affected
 
 NOT_INSTALLED, WORKS, FAILS = 0, 0, 1
+BACKEND_BANNER = re.compile(r"Using \w+ backend\.?\n?\Z")
+NOISY_PACKAGES = r"(tensorflow|keras|theano|cntk|numpy|h5py|google)(\.|\Z)"
+
+
+class _StderrWithoutBackendBanner(object):
+    """sys.stderr while keras is imported, less Keras' `Using TensorFlow
+    backend.` line: the report names the backend."""
+
+    def __init__(self, stderr):
+        self._stderr = stderr
+
+    def __getattr__(self, name):
+        return getattr(self._stderr, name)
+
+    def write(self, text):
+        if not BACKEND_BANNER.match(text):
+            self._stderr.write(text)
+
+
+def _quiet_backends():
+    """Keep the check's own process to its report: TensorFlow's C++ log,
+    the backends' logged notices (TensorFlow's deprecations) and their
+    Python warnings would bury it. Ours (KerasCloneFixWarning) still show."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    # Not per logger: Theano resets its own loggers' levels when imported.
+    logging.disable(logging.WARNING)
+    for category in (DeprecationWarning, PendingDeprecationWarning, FutureWarning):
+        warnings.filterwarnings("ignore", category=category)
+    warnings.filterwarnings("ignore", module=NOISY_PACKAGES)
+    warnings.filterwarnings("default", category=keras_clone_fix.KerasCloneFixWarning)
+
+
+def _import_keras():
+    real_stderr, sys.stderr = sys.stderr, _StderrWithoutBackendBanner(sys.stderr)
+    try:
+        import keras
+    finally:
+        sys.stderr = real_stderr
+    return keras
 
 
 def _two_output_model(keras):
@@ -71,18 +115,23 @@ def check_call_on_new_tensors(keras):
 
 
 def self_check():
-    """A report (dict) and the exit code."""
-    report = {"python": platform.python_version(), "executable": sys.executable,
-              "keras_clone_fix": keras_clone_fix.__version__}
+    """A report (dict, in the order to show) and the exit code."""
+    report = collections.OrderedDict([
+        ("python", platform.python_version()), ("executable", sys.executable),
+        ("keras_clone_fix", keras_clone_fix.__version__)])
+    _quiet_backends()
     try:
-        import keras
+        keras = _import_keras()
     except ImportError as error:
-        report.update(keras=None, result="keras is not installed ({}): nothing to fix".format(error))
+        report["keras"] = None
+        report["result"] = "keras is not installed ({}): nothing to fix".format(error)
         return report, NOT_INSTALLED
     status = keras_clone_fix.status()
-    report.update(keras=status.keras_version, backend=keras.backend.backend(),
-                  affected=is_affected(status.keras_version)[0], patched=status.patched,
-                  targets=status.targets, reason=status.reason, activated_by=status.activated_by)
+    report.update([  # pairs, not keywords: Python 2 would shuffle keywords
+        ("keras", status.keras_version), ("backend", keras.backend.backend()),
+        ("affected", is_affected(status.keras_version)[0]), ("patched", status.patched),
+        ("targets", status.targets), ("reason", status.reason),
+        ("activated_by", status.activated_by)])
     clone_works, report["clone"] = check_clone(keras)
     call_works, report["call_on_new_tensors"] = check_call_on_new_tensors(keras)
     works = clone_works and call_works
@@ -98,7 +147,8 @@ def main(argv=None):
     arguments = parser.parse_args(argv)
     report, code = self_check()
     if arguments.json:
-        print(json.dumps(dict(report, ok=code == 0), indent=2, sort_keys=True))
+        print(json.dumps(dict(report, ok=code == 0), indent=2, sort_keys=True,
+                         separators=(",", ": ")))  # Python 2 would end lines with ", "
     else:
         width = max(len(key) for key in report)
         for key, value in report.items():

@@ -163,7 +163,7 @@ def _function_def(original):
         raise UnsupportedFunction("it is a closure")
     try:
         source = textwrap.dedent(inspect.getsource(original))
-    except (EnvironmentError, TypeError) as error:
+    except (EnvironmentError, TypeError) as error:  # Python 2 raises IOError
         raise UnsupportedFunction("its source is not available: {}".format(error))
     module = ast.parse(source)
     ast.increment_lineno(module, original.__code__.co_firstlineno - 1)

@@ -2,6 +2,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 
 import pytest
 
@@ -44,13 +45,48 @@ def pytest_terminal_summary(terminalreporter):
             terminalreporter.write_line("{:>5}  {}".format(count, feature))
 
 
+def installed(name):
+    """Whether a top-level module can be imported here, without importing it."""
+    try:
+        from importlib.util import find_spec
+    except ImportError:  # Python 2
+        import imp
+        try:
+            imp.find_module(name)
+        except ImportError:
+            return False
+        return True
+    return find_spec(name) is not None
+
+
+class Finished(object):
+    """What subprocess.run returns (Python 3 only): returncode, stdout, stderr."""
+
+    def __init__(self, returncode, stdout, stderr):
+        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
+
+
+def run(command, env=None, cwd=None, timeout=600):
+    """Run a command to its end; killed after `timeout` seconds (Python 2's
+    communicate() has no timeout)."""
+    process = subprocess.Popen(command, env=env, cwd=cwd, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, universal_newlines=True)
+    timer = threading.Timer(timeout, process.kill)
+    timer.start()
+    try:
+        stdout, stderr = process.communicate()
+    finally:
+        timer.cancel()
+    return Finished(process.returncode, stdout, stderr)
+
+
 def run_python(args, python=sys.executable, env=None, cwd=TESTS):
-    """A fresh interpreter, KERAS_CLONE_FIX* unset unless given in env."""
+    """A fresh interpreter, KERAS_CLONE_FIX* unset unless given in env; a
+    variable given as None in env is unset."""
     environment = {k: v for k, v in os.environ.items() if not k.startswith("KERAS_CLONE_FIX")}
     environment.update(env or {})
-    return subprocess.run([python] + list(args), env=environment, cwd=cwd, timeout=600,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          universal_newlines=True)
+    return run([python] + list(args), env={k: v for k, v in environment.items() if v is not None},
+               cwd=cwd)
 
 
 def probe(how=None, **options):
@@ -62,18 +98,41 @@ def probe(how=None, **options):
     return json.loads(reports[-1]), finished
 
 
+# A module the other interpreter's .pth imports: this environment's
+# site-packages on sys.path, with its .pth files run (Python 2 needs
+# protobuf's to import TensorFlow), all but ours.
+EVERY_PTH_BUT_OURS = """
+import os
+import site
+import sys
+
+sys.path.append({path!r})
+for name in sorted(os.listdir({path!r})):
+    if name.endswith(".pth") and name != "keras_clone_fix.pth":
+        site.addpackage({path!r}, name, set())
+"""
+
+
 @pytest.fixture(scope="session")
 def python_without_pth(tmp_path_factory):
-    """An interpreter that sees this environment's packages but runs none of
-    its .pth files. (python -S would do, but TensorFlow 1.15 fails to import
-    without `site`.)"""
+    """An interpreter that sees this environment's packages and runs its
+    .pth files, all but ours. (python -S would do without ours, but
+    TensorFlow 1.15 fails to import without `site`.)"""
     home = str(tmp_path_factory.mktemp("without-pth"))
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", home], check=True)
+    if sys.version_info[0] > 2:
+        make_environment = [sys.executable, "-m", "venv", "--without-pip", home]
+    else:  # Python 2 has no venv; the 2.7 sessions install virtualenv
+        make_environment = [sys.executable, "-m", "virtualenv", "--no-pip", "--no-setuptools",
+                            "--no-wheel", "--quiet", home]
+    made = run(make_environment)
+    assert made.returncode == 0, made.stdout + made.stderr
     python = os.path.join(home, "bin", "python")
     site_dir = run_python(["-c", "import site; print(site.getsitepackages()[0])"],
                           python=python).stdout.strip()
+    with open(os.path.join(site_dir, "environment_but_keras_clone_fix.py"), "w") as module:
+        module.write(EVERY_PTH_BUT_OURS.format(path=SITE_PACKAGES))
     with open(os.path.join(site_dir, "environment.pth"), "w") as pth:
-        pth.write(SITE_PACKAGES + "\n")  # a plain path: added to sys.path, not scanned
+        pth.write("import environment_but_keras_clone_fix\n")
     return python
 
 

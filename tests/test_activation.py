@@ -2,7 +2,6 @@
 
 import functools
 import importlib
-import importlib.util
 import sys
 import threading
 
@@ -11,14 +10,47 @@ import pytest
 import keras_clone_fix
 from keras_clone_fix import _activation
 from keras_clone_fix._affected import Target, target_name, targets_for
-from conftest import AFFECTED, affected_only, keras_free_only, probe
+from conftest import AFFECTED, affected_only, installed, keras_free_only, probe, run_python
 from test_fix_source import Layer, Node, step_like_keras
+
+try:
+    from importlib import reload
+except ImportError:  # Python 2
+    from imp import reload
 
 
 def test_import_is_lazy(python_without_pth):
     report, _ = probe("fix-only", python=python_without_pth)
     assert report["after_fix_import"] == []
     assert report["status"]["reason"] == "waiting for `import keras`"
+
+
+UNRELATED_IMPORTS = """
+import keras_clone_fix
+print(keras_clone_fix.status().reason)
+import json, xml.dom.minidom, logging.handlers  # the standard library, submodules
+from email.mime import text
+import pytest, wrapt  # site-packages
+import keras_clone_fix._affected  # a submodule of the watcher's own package
+for missing in ("no_such_module", "json.no_such_submodule", "keras_no_such_module"):
+    try:
+        __import__(missing)
+    except ImportError:
+        print("ImportError for " + missing)
+print(keras_clone_fix.status().reason)
+"""
+
+
+def test_unrelated_imports_work_while_waiting_for_keras(python_without_pth):
+    """Python 2 asks every sys.meta_path finder through find_module, Python
+    3 through find_spec: the watcher must answer both for any name."""
+    finished = run_python(["-c", UNRELATED_IMPORTS], python=python_without_pth)
+    assert (finished.stdout, finished.stderr) == (
+        "waiting for `import keras`\n"
+        "ImportError for no_such_module\n"
+        "ImportError for json.no_such_submodule\n"
+        "ImportError for keras_no_such_module\n"
+        "waiting for `import keras`\n", "")
 
 
 @affected_only
@@ -75,7 +107,7 @@ def test_unpatch_puts_back_the_exact_originals(restore_fix_state):
 def test_patch_and_unpatch_racing_from_many_threads(restore_fix_state):
     keras_clone_fix.unpatch()
     originals = current_objects()
-    start = threading.Barrier(16)
+    start = threading.Event()  # all together, once all are started
 
     def toggle(index):
         start.wait()
@@ -85,6 +117,7 @@ def test_patch_and_unpatch_racing_from_many_threads(restore_fix_state):
     threads = [threading.Thread(target=toggle, args=(index,)) for index in range(16)]
     for thread in threads:
         thread.start()
+    start.set()
     for thread in threads:
         thread.join()
     keras_clone_fix.patch()
@@ -112,7 +145,7 @@ def test_patch_unpatch_cycles_keep_the_originals(restore_fix_state):
 def test_reloading_the_package_keeps_one_wrapper(restore_fix_state):
     keras_clone_fix.patch()
     wrappers = current_objects()
-    importlib.reload(keras_clone_fix)
+    reload(keras_clone_fix)
     assert current_objects() == wrappers and keras_clone_fix.status().patched
 
 
@@ -168,9 +201,9 @@ def test_wraps_functions_and_methods_with_the_installed_wrapt(monkeypatch):
             ("Network.step", step_like_keras, lambda: functools.partial(Network.step, Network()))]:
         target = Target(module.__name__, attribute, None, None, ["OneMaskPerOutput"], "test")
         monkeypatch.setattr(Network, "step", step_like_keras)
-        installed = _activation._wrap(target)
-        assert installed.original is original and installed.wrapper.__wrapped__ is original
-        assert isinstance(installed.wrapper, wrapt.FunctionWrapper)
+        patched = _activation._wrap(target)
+        assert patched.original is original and patched.wrapper.__wrapped__ is original
+        assert isinstance(patched.wrapper, wrapt.FunctionWrapper)
         assert call()(Layer("m", outputs=3), "m")[1:] == (["m", "m", "m"], 3)
 
 
@@ -178,7 +211,7 @@ def unaffected_frontends():
     """keras >= 2.4 / Keras 3 and tf_keras, where installed."""
     if AFFECTED:
         return []
-    return [name for name in ("keras", "tf_keras") if importlib.util.find_spec(name)]
+    return [name for name in ("keras", "tf_keras") if installed(name)]
 
 
 @pytest.mark.parametrize("frontend", unaffected_frontends())

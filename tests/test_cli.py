@@ -38,6 +38,15 @@ def test_reports_the_fix_and_how_it_was_activated():
 
 
 @affected_only
+def test_prints_the_report_alone_without_the_backends_noise():
+    finished = self_check(env={"TF_CPP_MIN_LOG_LEVEL": None, "PYTHONWARNINGS": None})
+    assert [line.split(":")[0].strip() for line in finished.stdout.splitlines()] == [
+        "python", "executable", "keras clone fix", "keras", "backend", "affected", "patched",
+        "reason", "activated by", "result"]
+    assert finished.stderr == ""
+
+
+@affected_only
 def test_fails_clearly_when_the_fix_is_switched_off():
     finished = self_check(env={"KERAS_CLONE_FIX": "0"})
     assert finished.returncode == 1

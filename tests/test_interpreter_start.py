@@ -1,13 +1,13 @@
 """Activation at interpreter start: the installed keras_clone_fix.pth, in fresh interpreters."""
 
-import importlib.util
 import json
 import os
 import shutil
+import sys
 
 import pytest
 
-from conftest import SITE_PACKAGES, affected_only, probe, run_python, warnings_in
+from conftest import SITE_PACKAGES, affected_only, installed, probe, run_python, warnings_in
 
 PTH = os.path.join(SITE_PACKAGES, "keras_clone_fix.pth")
 
@@ -27,11 +27,15 @@ def test_start_imports_nothing_heavy():
 
 def test_pth_left_behind_without_the_package_is_harmless(tmp_path):
     shutil.copy(PTH, str(tmp_path))
-    finished = run_python(["-S", "-c", "import site; site.addsitedir({!r}); print('alive')".format(
-        str(tmp_path))], cwd=str(tmp_path))
+    # As if uninstalled: importing it fails. (Not python -S: a Python 2
+    # virtualenv finds not even its standard library without `site`.)
+    program = ("import site, sys; sys.modules['keras_clone_fix'] = None; "
+               "site.addsitedir({!r}); print('alive')".format(str(tmp_path)))
+    finished = run_python(["-c", program], cwd=str(tmp_path))
     assert (finished.returncode, finished.stdout, finished.stderr) == (0, "alive\n", "")
 
 
+@pytest.mark.skipif(sys.version_info[0] < 3, reason="Python 2 has no -I")
 def test_isolated_mode_still_runs_the_pth():
     finished = run_python(
         ["-I", "-c", "import sys; print(sys.modules['keras_clone_fix'].status().activated_by)"])
@@ -39,9 +43,9 @@ def test_isolated_mode_still_runs_the_pth():
 
 
 def test_python_S_means_no_activation():
-    finished = run_python(["-S", "clone_probe.py", "no-keras"])
-    report = json.loads(finished.stdout[len("PROBE "):])
-    assert report["status_at_start"] is None
+    # Nothing but sys: a Python 2 virtualenv finds no standard library without `site`.
+    finished = run_python(["-S", "-c", "import sys; print('keras_clone_fix' in sys.modules)"])
+    assert (finished.stdout, finished.stderr) == ("False\n", "")
 
 
 def test_bad_switch_value_warns_once_and_activates():
@@ -107,7 +111,7 @@ def test_broken_keras_fails_to_import_as_it_would_without_us(tmp_path):
     (tmp_path / "keras").mkdir()
     (tmp_path / "keras" / "__init__.py").write_text(u"raise ImportError('simulated broken keras')\n")
     program = ("import keras_clone_fix\n"
-               "try:\n    import keras\nexcept ImportError as error:\n    print('ImportError:', error)\n"
+               "try:\n    import keras\nexcept ImportError as error:\n    print('ImportError: {}'.format(error))\n"
                "print(keras_clone_fix.status().reason)\n")
     finished = run_python(["-c", program], env={"PYTHONPATH": str(tmp_path)})
     assert finished.stdout == ("ImportError: simulated broken keras\n"
@@ -116,7 +120,7 @@ def test_broken_keras_fails_to_import_as_it_would_without_us(tmp_path):
 
 
 @affected_only
-@pytest.mark.skipif(importlib.util.find_spec("tensorflow") is not None,
+@pytest.mark.skipif(installed("tensorflow"),
                     reason="TensorFlow itself needs wrapt")
 def test_missing_wrapt_leaves_keras_working_and_warns_once(tmp_path):
     (tmp_path / "wrapt.py").write_text(u"raise ImportError('simulated: wrapt is missing')\n")

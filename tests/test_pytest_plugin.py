@@ -4,7 +4,7 @@ import textwrap
 
 from conftest import TESTS, affected_only, run_python
 
-USES_THE_FIXTURE = textwrap.dedent("""
+USES_THE_FIXTURE = textwrap.dedent(u"""
     import sys
 
     import keras_clone_fix
@@ -35,7 +35,7 @@ USES_THE_FIXTURE = textwrap.dedent("""
 """)
 
 
-def run_pytest(tmp_path, test_source, *options, env=None):
+def run_pytest(tmp_path, test_source, options=(), env=None):
     (tmp_path / "test_user.py").write_text(test_source)
     return run_python(["-m", "pytest", "-p", "no:cacheprovider", "-v",
                        "--rootdir", str(tmp_path), str(tmp_path)] + list(options),
@@ -49,7 +49,7 @@ def test_header_names_the_state(tmp_path):
 
 def test_no_keras_clone_fix_disables_the_plugin(tmp_path):
     finished = run_pytest(tmp_path, u"def test_it(keras_clone_fix):\n    pass\n",
-                          "-p", "no:keras_clone_fix")
+                          ["-p", "no:keras_clone_fix"])
     assert "keras-clone-fix" not in finished.stdout
     assert "fixture 'keras_clone_fix' not found" in finished.stdout
 
