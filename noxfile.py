@@ -51,10 +51,13 @@ PYTHON2_ENVIRONMENTS = {
 }
 
 
+_built = []  # nox imports this file once per run
+
+
 def built_wheel():
-    """The wheel of this tree, built once per nox run."""
-    wheels = glob.glob(os.path.join(DIST, "*.whl"))
-    if not wheels:
+    """The wheel of this tree, built anew once per nox run (a wheel left in
+    .nox/dist by an earlier run may be of other code)."""
+    if not _built:
         shutil.rmtree(DIST, ignore_errors=True)
         subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet",
                         "--wheel-dir", DIST, ROOT], check=True)
@@ -62,14 +65,13 @@ def built_wheel():
         # from this directory would take it for an installed keras-clone-fix.
         for leftover in glob.glob(os.path.join(ROOT, "*.egg-info")):
             shutil.rmtree(leftover)
-        wheels = glob.glob(os.path.join(DIST, "*.whl"))
-    (wheel,) = wheels
-    return wheel
+        (wheel,) = glob.glob(os.path.join(DIST, "*.whl"))
+        _built.append(wheel)
+    return _built[0]
 
 
 def install(session, *requirements):
     if session.python == "3.6":
-        session.install("pip<22")  # 3.6's own pip 18.1 is too old for the pins
         requirements += ("-c", os.path.join(ROOT, ".ci", "py36-constraints.txt"))
     if session.python == "2.7":
         # The tests make an interpreter without our .pth; 2.7 has no venv.
