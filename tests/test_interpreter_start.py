@@ -128,3 +128,31 @@ def test_missing_wrapt_leaves_keras_working_and_warns_once(tmp_path):
     assert report["clone"].startswith("AssertionError: Could not compute output")
     assert "simulated: wrapt is missing" in report["status"]["reason"]
     assert len(warnings_in(finished.stderr)) == 1
+
+
+TARGET_NOT_PATCHABLE = """
+import json
+import keras
+try:
+    from keras.engine.network import Network as Owner
+except ImportError:  # Keras < 2.2
+    from keras.engine.topology import Container as Owner
+original = vars(Owner)["run_internal_graph"]
+def run_internal_graph(*args, **kwargs):  # made by -c: it has no source to rewrite
+    return original(*args, **kwargs)
+Owner.run_internal_graph = run_internal_graph
+import keras_clone_fix
+from clone_probe import clone_two_output_model
+status = keras_clone_fix.status()
+print(json.dumps([status.patched, sorted(status.targets.values()),
+                  clone_two_output_model(keras.models.clone_model)]))
+"""
+
+
+@affected_only
+def test_a_target_that_cannot_be_patched_warns_once_and_the_others_work(python_without_pth):
+    finished = run_python(["-c", TARGET_NOT_PATCHABLE], python=python_without_pth)
+    assert json.loads(finished.stdout.splitlines()[-1]) == [False, [False, True], "ok"]
+    (warning,) = warnings_in(finished.stderr)
+    assert "run_internal_graph its source is not available" in warning
+    assert warning.endswith("; those run unpatched")
