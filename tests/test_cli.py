@@ -42,7 +42,7 @@ def test_prints_the_report_alone_without_the_backends_noise():
     finished = self_check(env={"TF_CPP_MIN_LOG_LEVEL": None, "PYTHONWARNINGS": None})
     assert [line.split(":")[0].strip() for line in finished.stdout.splitlines()] == [
         "python", "executable", "keras clone fix", "keras", "backend", "affected", "patched",
-        "reason", "activated by", "result"]
+        "targets", "reason", "activated by", "clone", "call on new tensors", "result"]
     assert finished.stderr == ""
 
 
