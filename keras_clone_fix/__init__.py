@@ -1,4 +1,5 @@
-"""keras-clone-fix: `keras.models.clone_model` for multi-output layers on Keras 2.0.7 - 2.3.1.
+"""keras-clone-fix: `keras.models.clone_model`, and models called on new
+tensors, with multi-output layers and masks on Keras 2.0.7 - 2.3.1.
 
 Importing this package applies the fix: at once if keras is imported
 already, otherwise right after `import keras`. Set KERAS_CLONE_FIX=0 to
