@@ -271,6 +271,7 @@ def test_explicit_mask_argument_is_kept(clone_mode):
     assert_predicts_like(model, unmasked, data_for(model))
 
 
+@pytest.mark.filterwarnings("ignore:Model inputs must come from:UserWarning")  # Keras says why
 def test_input_tensors_with_a_mask_are_refused_as_before(clone_mode):
     """Keras refuses input_tensors that carry a mask, patched or not:
     before 2.2 the input layer does not support masking, from 2.2 on such a
