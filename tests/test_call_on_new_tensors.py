@@ -59,6 +59,12 @@ def test_nested_model_builds_predicts_and_clones(request, clone_mode, build, bro
     assert_same_predictions(outer, keras.models.clone_model(outer), data)
 
 
+def in_keras_graph(function):
+    """`function` run in Keras's own graph, as layer calls are: with
+    TensorFlow 2 (eager by default) Keras 2.3 needs K.symbolic for that."""
+    return getattr(K, "symbolic", lambda function: function)(function)
+
+
 def test_compute_mask_on_a_new_tensor(request, clone_mode):
     expect_upstream_failure(request, clone_mode, AFFECTED, "keras " + keras.__version__,
                             raises=SINGLE_MASK_FAILURE)
@@ -67,7 +73,7 @@ def test_compute_mask_on_a_new_tensor(request, clone_mode):
                  for y in SplitOutputs(2)(embedded(x))]
     model = Model(x, sequences)
     new_input = tokens("new")
-    masks = model.compute_mask(new_input, None)
+    masks = in_keras_graph(model.compute_mask)(new_input, None)
     data = data_for(model)
     for mask in K.function([new_input], masks)(data):
         numpy.testing.assert_array_equal(mask, data[0] != 0)
@@ -103,11 +109,15 @@ def two_gpus(monkeypatch):
     places their operations on the CPU."""
     if K.backend() != "tensorflow" or not hasattr(keras.utils, "multi_gpu_model"):
         pytest.skip("multi_gpu_model needs TensorFlow and Keras >= 2.0.9")
+    import tensorflow
     from keras.utils import multi_gpu_utils
-    from tensorflow.compat import v1 as tf
     monkeypatch.setattr(multi_gpu_utils, "_get_available_devices",
                         lambda: ["/cpu:0", "/gpu:0", "/gpu:1"])
-    K.set_session(tf.Session(config=tf.ConfigProto(allow_soft_placement=True)))
+    if tensorflow.__version__.startswith("1."):
+        tf = tensorflow.compat.v1
+        K.set_session(tf.Session(config=tf.ConfigProto(allow_soft_placement=True)))
+    else:  # TensorFlow 2 has no sessions to configure
+        tensorflow.config.set_soft_device_placement(True)
 
 
 @pytest.mark.usefixtures("two_gpus")
