@@ -26,6 +26,8 @@ ROOT = os.path.dirname(os.path.abspath(__file__))
 DIST = os.path.join(ROOT, ".nox", "dist")
 TF1 = ["tensorflow==1.15.5", "protobuf<3.21", "h5py<3"]
 QUIET_TF = {"TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONWARNINGS": "ignore::DeprecationWarning,ignore::FutureWarning"}
+# Theano compiles each model: fewer random models.
+THEANO = dict(QUIET_TF, KERAS_BACKEND="theano", RANDOM_MODELS="4")
 
 # id: (python, requirements, environment variables)
 ENVIRONMENTS = {
@@ -37,7 +39,7 @@ ENVIRONMENTS = {
     "keras-2.3.1-tf-2.1": ("3.7", ["tensorflow==2.1.4", "keras==2.3.1", "protobuf<3.21",
                                    "h5py<3"], QUIET_TF),
     "keras-2.2.4-theano": ("3.7", ["theano==1.0.4", "keras==2.2.4", "numpy<1.19", "scipy<1.6",
-                                   "h5py<3"], dict(QUIET_TF, KERAS_BACKEND="theano", RANDOM_MODELS="4")),
+                                   "h5py<3"], THEANO),
     "keras-3-tf-2.21": ("3.11", ["tensorflow-cpu==2.21.*", "keras>=3"], QUIET_TF),
     "tf-keras-tf-2.21": ("3.11", ["tensorflow-cpu==2.21.*", "tf-keras==2.21.*"], QUIET_TF),
 }
@@ -47,7 +49,7 @@ PYTHON2_ENVIRONMENTS = {
     "keras-2.2.4-tf-1.15.0": ("2.7", ["tensorflow==1.15.0", "grpcio==1.39.0", "keras==2.2.4",
                                       "h5py<3"], QUIET_TF),
     "keras-2.2.4-theano": ("2.7", ["theano==1.0.4", "keras==2.2.4", "numpy<1.17", "scipy<1.3",
-                                   "h5py<3"], dict(QUIET_TF, KERAS_BACKEND="theano", RANDOM_MODELS="4")),
+                                   "h5py<3"], THEANO),
 }
 
 
