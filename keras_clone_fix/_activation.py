@@ -177,8 +177,11 @@ def _wrap(target):
             return fixed(*args, **kwargs)
         return fixed(instance, *args, **kwargs)
 
-    # wrapt 2 renamed the first parameter: pass it positionally.
-    wrapper = wrapt.wrap_function_wrapper(owner, name, call_fixed)
+    # Wrapped here rather than by wrapt.wrap_function_wrapper, whose own
+    # lookup of a method on Python 2 (wrapt 1.10) would wrap the unbound
+    # method, not the function that unpatch() puts back.
+    wrapper = wrapt.FunctionWrapper(original, call_fixed)
+    setattr(owner, name, wrapper)
     return Installed(owner, name, original, wrapper)
 
 
