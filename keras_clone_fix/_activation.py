@@ -79,7 +79,6 @@ def watch_keras(watcher):
 def load_keras(watcher):
     """Python 2's load_module: keras, imported by the other finders, then
     keras_arrived(). A failed import raises as it would without us."""
-    import importlib
     keras = _past(watcher, importlib.import_module)
     keras_arrived()
     return keras
