@@ -74,6 +74,27 @@ def lstm(x, **arguments):
     return keras.layers.LSTM(2)(x, **arguments)
 
 
+def embedding_lstm():
+    return keras.models.Model(*_embedding_lstm())
+
+
+def embedding_lstm_called_with_keywords():
+    """Its LSTM node keeps a dict of call arguments, which the unpatched
+    releases write masks into: when cloning, and when calling the model on
+    new tensors (every later call then uses that mask)."""
+    return keras.models.Model(*_embedding_lstm(training=False))
+
+
+def _embedding_lstm(**arguments):
+    x = tokens()
+    return x, lstm(embedded(x), **arguments)
+
+
+def two_inputs_concatenated():
+    a, b = features("a"), features("b")
+    return keras.models.Model([a, b], lstm(keras.layers.concatenate([a, b])))
+
+
 def padded_tokens(seed=0, batch=4):
     """Token ids, each row zero-padded at the end: masks change the result."""
     random = numpy.random.RandomState(seed)

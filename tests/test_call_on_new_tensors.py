@@ -21,8 +21,9 @@ from keras import backend as K  # noqa: E402
 from keras.layers import Lambda  # noqa: E402
 from models import (  # noqa: E402
     AFFECTED, LAMBDA_CALL_BROKEN, SplitOutputs, assert_close, assert_predicts_like,
-    assert_same_predictions, call_on_new_inputs, copy_weights, data_for, embedded, features,
-    lstm, padded_tokens, predict, tokens)
+    assert_same_predictions, call_on_new_inputs, copy_weights, data_for, embedded, embedding_lstm,
+    embedding_lstm_called_with_keywords, features, lstm, padded_tokens, predict, tokens,
+    two_inputs_concatenated)
 
 Model = keras.models.Model
 pytestmark = pytest.mark.usefixtures("fresh_graph")
@@ -91,18 +92,6 @@ def test_time_distributed_model(request, clone_mode):
         assert_close(predict(inner, data[:, step]), [got[:, step]])
 
 
-def embedding_lstm():
-    x = tokens()
-    return Model(x, lstm(embedded(x)))
-
-
-def embedding_lstm_called_with_keywords():
-    """Its LSTM node keeps a dict of arguments: unpatched, the first call on
-    new tensors writes its mask into it, and every later call uses that."""
-    x = tokens()
-    return Model(x, lstm(embedded(x), training=False))
-
-
 @pytest.fixture
 def two_gpus(monkeypatch):
     """multi_gpu_model on the CPU: Keras sees two GPUs, and the session
@@ -141,11 +130,6 @@ def test_multi_gpu_model_predicts_like_the_model(request, clone_mode, cpu_reloca
     assert_predicts_like(model, parallel, data_for(model))
 
 
-def two_inputs_concatenated():
-    a, b = features("a"), features("b")
-    return Model([a, b], lstm(keras.layers.concatenate([a, b])))
-
-
 def nested_embedding_lstm():
     inner = embedding_lstm()
     x = tokens()
@@ -165,21 +149,26 @@ def graph_operations():
     return collections.Counter(operation.type for operation in tf.get_default_graph().get_operations())
 
 
+def called_once_on_new_inputs(build, fix):
+    """In a new graph, after fix(): the operations a call of a built model
+    on new Inputs adds, and what the calling model predicts."""
+    if hasattr(K, "clear_session"):
+        K.clear_session()
+    fix()
+    model = build()
+    random = numpy.random.RandomState(0)
+    model.set_weights([random.normal(size=weights.shape) for weights in model.get_weights()])
+    before = graph_operations()
+    outer = call_on_new_inputs(model)
+    return graph_operations() - before, predict(outer, data_for(model))
+
+
 @pytest.mark.parametrize("build", UNCHANGED, ids=[case.__name__ for case in UNCHANGED])
 def test_without_multi_output_layers_calls_build_the_same_graph(restore_fix_state, build):
     """Models without multi-output layers, called once on new tensors: the
     same operations and predictions patched and unpatched."""
-    built = {}
-    for fix in (keras_clone_fix.unpatch, keras_clone_fix.patch):
-        if hasattr(K, "clear_session"):
-            K.clear_session()
-        fix()
-        model = build()
-        random = numpy.random.RandomState(0)
-        model.set_weights([random.normal(size=weights.shape) for weights in model.get_weights()])
-        before = graph_operations()
-        outer = call_on_new_inputs(model)
-        built[fix] = graph_operations() - before, predict(outer, data_for(model))
-    (unpatched_ops, unpatched), (patched_ops, patched) = built[keras_clone_fix.unpatch], built[keras_clone_fix.patch]
+    (unpatched_ops, unpatched), (patched_ops, patched) = [
+        called_once_on_new_inputs(build, fix)
+        for fix in (keras_clone_fix.unpatch, keras_clone_fix.patch)]
     assert patched_ops == unpatched_ops
     assert_close(unpatched, patched)

@@ -18,7 +18,8 @@ from keras.layers import Lambda  # noqa: E402
 from models import (  # noqa: E402
     AFFECTED, LAMBDA_BROKEN, MASKING_BROKEN, NESTED_MASK_BROKEN, NESTS_ON_MASKED_TENSORS, STEPS,
     SplitOutputs, assert_predicts_like, assert_same_predictions, call_on_new_inputs, copy_weights,
-    data_for, embedded, features, lstm, missing_input_error, node_arguments, predict, tokens)
+    data_for, embedded, embedding_lstm, embedding_lstm_called_with_keywords, features, lstm,
+    missing_input_error, node_arguments, predict, tokens, two_inputs_concatenated)
 
 Model = keras.models.Model
 pytestmark = pytest.mark.usefixtures("fresh_graph")
@@ -166,16 +167,6 @@ def test_masks_change_the_predictions():
         assert abs(masked_output - unmasked_output).max() > 1e-3
 
 
-def embedding_lstm():
-    x = tokens()
-    return Model(x, lstm(embedded(x)))
-
-
-def two_inputs_concatenated():
-    a, b = features("a"), features("b")
-    return Model([a, b], lstm(keras.layers.concatenate([a, b])))
-
-
 def explicit_mask_list_alone():
     x = tokens()
     return Model(x, [lstm(y) for y in SplitOutputs(3, mask_rule="list")(embedded(x))])
@@ -224,16 +215,9 @@ def test_clone_calls_its_layers_with_the_originals_arguments(request, clone_mode
     assert call_arguments(keras.models.clone_model(model)) == call_arguments(model)
 
 
-def called_with_keywords():
-    """A mask-consuming layer called with a keyword argument: its node keeps
-    a dict of arguments, which the unpatched releases write the mask into."""
-    x = tokens()
-    return Model(x, lstm(embedded(x), training=False))
-
-
 def test_clone_leaves_the_original_untouched(request, clone_mode):
     expect_upstream_failure(request, clone_mode, AFFECTED, "clone writes mask into node.arguments")
-    model = called_with_keywords()
+    model = embedding_lstm_called_with_keywords()
     arguments = node_arguments(model)
     clone = keras.models.clone_model(model)
     assert node_arguments(model) == arguments
@@ -248,7 +232,7 @@ def cloned_again(clone):
 
 
 @pytest.mark.parametrize("use", [cloned_again, call_on_new_inputs])
-@pytest.mark.parametrize("build", [embedding_lstm, called_with_keywords])
+@pytest.mark.parametrize("build", [embedding_lstm, embedding_lstm_called_with_keywords])
 def test_clone_cloned_again_or_nested_predicts_like_the_original(request, clone_mode, build, use):
     expect_upstream_failure(request, clone_mode, AFFECTED, "the clone pins its masks",
                             raises=missing_input_error())
