@@ -1,17 +1,19 @@
-"""keras-clone-fix: `keras.models.clone_model`, and models called on new
-tensors, with multi-output layers and masks on Keras 2.0.7 - 2.3.1.
+"""keras-clone-fix: `clone_model`, and models called on new tensors, with
+multi-output layers, masks and tensor call arguments, in multi-backend
+Keras 2.x and in tf.keras of TensorFlow 1.x.
 
-Importing this package applies the fix: at once if keras is imported
-already, otherwise right after `import keras`. Set KERAS_CLONE_FIX=0 to
-import it without activating; patch() still works then.
+Importing this package applies the fix: at once to a family (`keras`,
+`tensorflow`) imported already, and to the others right after they are
+imported. Set KERAS_CLONE_FIX=0 to import it without activating; patch()
+still works then.
 
 This module is the interpreter-start bootstrap too: keras_clone_fix.pth
 imports it in every interpreter of the environment, so it is all that loads
-before keras does. It holds the API, the switch and the wait for
-`import keras`, and imports nothing Python has not loaded at start; the rest
-(_activation, _fix, wrapt) loads when keras arrives or the API is used. One
-module, not a package plus a bootstrap submodule: each module imported at
-start costs about 0.5 million instructions (0.2 ms) here.
+before keras does. It holds the API, the switch and the wait for the
+families' imports, and imports nothing Python has not loaded at start; the
+rest (_activation, _affected, _fix, wrapt) loads when a family arrives or
+the API is used. One module, not a package plus a bootstrap submodule: each
+module imported at start costs about 0.5 million instructions (0.2 ms) here.
 
 PYTEST_DONT_REWRITE: the .pth imports this package before pytest starts,
 so pytest could not rewrite its asserts (it has none) and would warn so.
@@ -53,6 +55,9 @@ __all__ = ["KerasCloneFixWarning", "PatchError", "patch", "status", "unpatch"]
 SWITCH = "KERAS_CLONE_FIX"
 SWITCH_OFF = ("0", "false", "off", "no")
 SWITCH_ON = ("1", "true", "on", "yes")
+# The packages whose import the fix waits for; _affected.RELEASES says which
+# of their releases are affected.
+FAMILIES = ("keras", "tensorflow")
 
 
 class KerasCloneFixWarning(RuntimeWarning):
@@ -64,10 +69,11 @@ class PatchError(RuntimeError):
 
 
 def patch(force=False):
-    """Import keras and patch it if this release is affected; returns status().
+    """Import keras and tensorflow (those installed), patch the affected
+    ones, and patch the others when they are imported; returns status().
 
-    force=True also patches a keras whose version is not recognised.
-    Idempotent and thread-safe. Raises PatchError if an affected keras
+    force=True also patches a release whose version is not recognised.
+    Idempotent and thread-safe. Raises PatchError if an affected release
     cannot be patched.
     """
     from keras_clone_fix import _activation
@@ -75,56 +81,65 @@ def patch(force=False):
 
 
 def unpatch():
-    """Put back keras' own functions (the very same objects) and stop
-    waiting for keras; returns status()."""
+    """Put back the original functions (the very same objects) and stop
+    waiting for imports; returns status()."""
     from keras_clone_fix import _activation
     return _activation.unpatch()
 
 
 def status():
-    """The fix's state: an object with patched (bool), targets (dict: each
-    patched function -> bool), keras_version (str or None), reason (str) and
-    activated_by (str or None). Imports no keras."""
+    """The fix's state, read from what is installed at each target: an
+    object with patched (bool), targets (dict: each target -> whether our
+    wrapper is there), keras_version and tensorflow_version (str or None),
+    reason (str) and activated_by (str or None). Imports nothing."""
     from keras_clone_fix import _activation
     return _activation.status()
 
 
 class _State(object):
-    """The fix's state in this process; _activation does the rest with it."""
+    """The fix's bookkeeping in this process; whether a target is patched is
+    never kept here, but read from the target itself."""
     lock = _RLock()
-    installed = {}       # target name -> _activation.Installed, while patched
-    watcher = None       # the _KerasImportWatcher while waiting for keras
+    watcher = None       # the _ImportWatcher while waiting for families
     activated_by = None  # what asked for the fix
     reason = None        # the last decision, for people; None: none yet
+    decisions = {}       # family -> the last decision about it
 
 
-_state = _State()
+# Kept across importlib.reload(keras_clone_fix): the watcher and the lock
+# must stay the ones in use.
+_state = globals().get("_state") or _State()
 
 
-class _KerasImportWatcher(object):
-    """A sys.meta_path finder waiting for `import keras`; _activation does
-    the work when keras is imported. Python 3 calls find_spec; Python 2
-    calls find_module, then load_module of the loader it returns (this)."""
-    finding = False  # True while the other finders look for keras
+class _ImportWatcher(object):
+    """A sys.meta_path finder waiting for the families' imports; _activation
+    patches a family once its `__init__` has run. Python 3 calls find_spec;
+    Python 2 calls find_module, then load_module of the loader it returns."""
+
+    def __init__(self):
+        self.finding = set()  # names the other finders are looking for now
+
+    def _watches(self, fullname):
+        return fullname in FAMILIES and fullname not in self.finding
 
     def find_spec(self, fullname, path=None, target=None):
-        if fullname != "keras" or self.finding:
+        if not self._watches(fullname):
             return None
         from keras_clone_fix import _activation
-        return _activation.watch_keras(self)
+        return _activation.watch(self, fullname)
 
     def find_module(self, fullname, path=None):
-        return self if fullname == "keras" and not self.finding else None
+        return self if self._watches(fullname) else None
 
     def load_module(self, fullname):
         from keras_clone_fix import _activation
-        return _activation.load_keras(self)
+        return _activation.load(self, fullname)
 
 
 def _arm():
-    """Wait for `import keras` (lock held)."""
-    if _state.watcher is None:
-        _state.watcher = _KerasImportWatcher()
+    """Wait for the families' imports (lock held)."""
+    if _state.watcher not in sys.meta_path:
+        _state.watcher = _ImportWatcher()
         sys.meta_path.insert(0, _state.watcher)
 
 
@@ -144,8 +159,8 @@ def _env_flag(name, default):
 
 
 def _activate(source):
-    """Patch keras now, or when it is imported, unless KERAS_CLONE_FIX=0;
-    `source` says who asked. Never raises."""
+    """Patch the families imported already, and wait for the others, unless
+    KERAS_CLONE_FIX=0; `source` says who asked. Never raises."""
     try:
         with _state.lock:
             if _state.activated_by is not None:
@@ -158,9 +173,9 @@ def _activate(source):
                     SWITCH, os.environ[SWITCH])
                 return
             _state.activated_by = source
-            if "keras" in sys.modules:
+            if any(sys.modules.get(family) is not None for family in FAMILIES):
                 from keras_clone_fix import _activation
-                _activation.keras_arrived()
+                _activation.activate()
             else:
                 _arm()
     except Exception as error:  # activation must never break the program

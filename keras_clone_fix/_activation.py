@@ -1,30 +1,39 @@
-"""Activation: patch, unpatch and status, and the work of the keras import trigger.
+"""Activation: patch, unpatch and status, and the work of the import trigger.
 
-Loaded when keras arrives or when the API is used, never at interpreter
-start (that is the package's __init__). wrapt and the fix itself are
-imported only to patch an affected keras.
+Loaded when a family (keras, tensorflow) arrives or when the API is used,
+never at interpreter start (that is the package's __init__). wrapt and the
+fix itself are imported only to patch an affected release.
 
-The wait for keras is not wrapt's post-import hook: importing wrapt costs
+Whether a target is patched is read from the target: our wrapper is there
+(`FixedFunction`, whose `__wrapped__` is the original) or it is not. Nothing
+else records it, so status() cannot drift from what runs, whatever reloads,
+restores or other patchers did meanwhile.
+
+The wait for a family is not wrapt's post-import hook: importing wrapt costs
 20 - 95 ms, too much for every interpreter. It is the same idea in a few
-lines: the package's `sys.meta_path` finder answers only for "keras"; then
-on Python 3, watch_keras() lets the other finders find it and hands back its
-spec with a loader that calls keras_arrived() once keras' `__init__` has
-run. That loader stands in only while keras executes; afterwards keras'
-`__loader__` and `__spec__.loader` are the real loader again. On Python 2,
-whose finders have no specs, load_keras() imports keras through the other
-finders and then calls keras_arrived().
+lines: the package's `sys.meta_path` finder answers only for the families;
+on Python 3, watch() lets the other finders find the family and hands back
+its spec with a loader that calls arrived() once the family's `__init__`
+has run. That loader stands in only while the module executes; afterwards
+its `__loader__` and `__spec__.loader` are the real loader again. On Python
+2, whose finders have no specs, load() imports the family through the
+other finders and then calls arrived().
 """
 
 import collections
+import contextlib
 import importlib
 import sys
 
-from keras_clone_fix import KerasCloneFixWarning, PatchError, _arm, _env_flag, _state
+from keras_clone_fix import FAMILIES, KerasCloneFixWarning, PatchError, _arm, _env_flag, _state
 from keras_clone_fix._affected import is_affected, target_name, targets_for
 
 FORCE = "KERAS_CLONE_FIX_FORCE"
 state = _state  # the package's: the watcher and the switch use it at start
 lock = state.lock
+# A class attribute of our wrapper: how a target is recognised as patched
+# by us, by any copy of this module (importlib.reload makes new classes).
+MARK = "keras_clone_fix_fixed_function"
 
 
 def warn(message):
@@ -56,74 +65,105 @@ class _LoaderThenCallback(object):
         self._callback()
 
 
-def _past(watcher, find_or_import):
-    """find_or_import("keras") by the other finders: it comes back to the
+def _past(watcher, name, find_or_import):
+    """find_or_import(name) by the other finders: it comes back to the
     watcher, which must then let it pass."""
-    watcher.finding = True
+    watcher.finding.add(name)
     try:
-        return find_or_import("keras")
+        return find_or_import(name)
     finally:
-        watcher.finding = False
+        watcher.finding.discard(name)
 
 
-def watch_keras(watcher):
-    """Python 3: the spec of keras, found by the other finders, loading so
-    that keras_arrived() runs once keras is imported."""
+def watch(watcher, family):
+    """Python 3: the spec of a family, found by the other finders, loading
+    so that arrived() runs once it is imported."""
     import importlib.util
-    spec = _past(watcher, importlib.util.find_spec)
+    spec = _past(watcher, family, importlib.util.find_spec)
     if spec is not None and hasattr(spec.loader, "exec_module"):
-        spec.loader = _LoaderThenCallback(spec.loader, keras_arrived)
+        spec.loader = _LoaderThenCallback(spec.loader, lambda: arrived(family))
     return spec
 
 
-def load_keras(watcher):
-    """Python 2's load_module: keras, imported by the other finders, then
-    keras_arrived(). A failed import raises as it would without us."""
-    keras = _past(watcher, importlib.import_module)
-    keras_arrived()
-    return keras
+def load(watcher, family):
+    """Python 2's load_module: the family, imported by the other finders,
+    then arrived(). A failed import raises as it would without us."""
+    module = _past(watcher, family, importlib.import_module)
+    arrived(family)
+    return module
 
 
-def keras_arrived():
-    """Patch the keras just imported, if the guard says so. Never raises:
-    an exception here would fail the user's `import keras`."""
+def arrived(family):
+    """Patch a family just imported, if the guard says so. Never raises:
+    an exception here would fail the user's import."""
     import logging
     with lock:
-        disarm()
+        if all(_imported(name) for name in FAMILIES):
+            disarm()
         try:
-            _apply(_env_flag(FORCE, default=False))
+            _apply([family], _env_flag(FORCE, default=False))
             logging.getLogger("keras_clone_fix").info(state.reason)
         except PatchError:
             warn(state.reason + "; those run unpatched")
         except Exception as error:
-            _uninstall()
-            state.reason = "activation failed: {}: {}".format(type(error).__name__, error)
-            warn(state.reason + "; keras is not patched")
+            _fail(error)
+
+
+def activate():
+    """Patch the families imported now and wait for the others (lock held).
+    Never raises."""
+    _wait_for_the_rest()
+    try:
+        _apply([family for family in FAMILIES if _imported(family)],
+               _env_flag(FORCE, default=False))
+    except PatchError:
+        warn(state.reason + "; those run unpatched")
+    except Exception as error:
+        _fail(error)
+
+
+def _fail(error):
+    """Activation failed unexpectedly: unpatched means unpatched (lock held)."""
+    disarm()
+    _unwrap([family for family in FAMILIES if _imported(family)])
+    state.reason = "activation failed: {}: {}".format(type(error).__name__, error)
+    warn(state.reason + "; nothing is patched")
 
 
 def disarm():
-    """Stop waiting for keras (lock held)."""
+    """Stop waiting for imports (lock held)."""
     if state.watcher in sys.meta_path:
         sys.meta_path.remove(state.watcher)
     state.watcher = None
 
 
+def _imported(family):
+    return sys.modules.get(family) is not None
+
+
+def _version(family):
+    return getattr(sys.modules.get(family), "__version__", None)
+
+
 class Status(object):
     """The fix's state in this process.
 
-    patched: bool, every target this keras needs is patched.
-    targets: dict, each patch target of this keras (module.function or
-        module.Class.method) -> whether it is patched now.
-    keras_version: str or None, the imported keras' version (None: not imported).
+    patched: bool, every target of the imported families is patched (and
+        there is at least one).
+    targets: dict, each patch target of the imported releases
+        (module.function or module.Class.method) -> whether our wrapper is
+        installed there now.
+    keras_version, tensorflow_version: str or None (None: not imported).
     reason: str, why it is patched or not, for people.
     activated_by: str or None, what asked for the fix.
     """
 
-    __slots__ = ("patched", "targets", "keras_version", "reason", "activated_by")
+    __slots__ = ("patched", "targets", "keras_version", "tensorflow_version", "reason",
+                 "activated_by")
 
-    def __init__(self, patched, targets, keras_version, reason, activated_by):
-        self.patched, self.targets, self.keras_version = patched, targets, keras_version
-        self.reason, self.activated_by = reason, activated_by
+    def __init__(self, **fields):
+        for name in self.__slots__:
+            setattr(self, name, fields[name])
 
     def as_dict(self):
         return {name: getattr(self, name) for name in self.__slots__}
@@ -133,16 +173,9 @@ class Status(object):
             "{}={!r}".format(name, getattr(self, name)) for name in self.__slots__))
 
 
-Installed = collections.namedtuple("Installed", "owner name original wrapper")
-
-
-def _keras_version():
-    return getattr(sys.modules.get("keras"), "__version__", None)
-
-
-def _decide(version, force):
-    """(patch?, reason) for an imported keras of this version."""
-    affected, reason = is_affected(version)
+def _decide(family, version, force):
+    """(patch?, reason) for an imported family of this version."""
+    affected, reason = is_affected(family, version)
     if affected is None:
         if force:
             return True, reason + "; forced"
@@ -151,7 +184,8 @@ def _decide(version, force):
 
 
 def _resolve(target):
-    """(owner, name, object) of a target: the module or class holding it."""
+    """(owner, name, object) of a target, importing its module: the module
+    or class holding it. Raises UnsupportedFunction if it is not there."""
     from keras_clone_fix._fix import UnsupportedFunction
     try:
         owner = importlib.import_module(target.module)
@@ -163,9 +197,41 @@ def _resolve(target):
         raise UnsupportedFunction("is not there ({}: {})".format(type(error).__name__, error))
 
 
+def _found(target):
+    """_resolve() without importing: None where the target's module is not
+    imported or the target is not there."""
+    from keras_clone_fix._fix import UnsupportedFunction
+    if sys.modules.get(target.module) is None:
+        return None
+    try:
+        return _resolve(target)
+    except UnsupportedFunction:
+        return None
+
+
+def is_fixed(function):
+    """Whether `function` is our wrapper."""
+    return bool(getattr(type(function), MARK, False))
+
+
+def _fixed_function_type():
+    """Our wrapper's class, made on first use: wrapt is imported only to patch."""
+    if not _made:
+        import wrapt
+
+        class FixedFunction(wrapt.FunctionWrapper):
+            """A patched target: calls the fixed twin; __wrapped__ is the original."""
+
+        setattr(FixedFunction, MARK, True)
+        _made.append(FixedFunction)
+    return _made[0]
+
+
+_made = []
+
+
 def _wrap(target):
-    """Wrap a target with its fixed twin; returns Installed."""
-    import wrapt
+    """Install the fixed twin of a target, wrapping its original."""
     from keras_clone_fix import _fix
 
     owner, name, original = _resolve(target)
@@ -179,123 +245,158 @@ def _wrap(target):
     # Wrapped here rather than by wrapt.wrap_function_wrapper, whose own
     # lookup of a method on Python 2 (wrapt 1.10) would wrap the unbound
     # method, not the function that unpatch() puts back.
-    wrapper = wrapt.FunctionWrapper(original, call_fixed)
-    setattr(owner, name, wrapper)
-    return Installed(owner, name, original, wrapper)
+    setattr(owner, name, _fixed_function_type()(original, call_fixed))
 
 
-def _is_installed(name):
-    installed = state.installed.get(name)
-    return installed is not None and vars(installed.owner).get(installed.name) is installed.wrapper
+def _targets(families):
+    """The targets of the imported releases of these families."""
+    return [target for family in families for target in targets_for(family, _version(family))]
 
 
-def _targets_status(version):
-    return {target_name(target): _is_installed(target_name(target))
-            for target in targets_for(version)}
+def _installed(families):
+    """{target name: the object at that target now} for these families."""
+    found = ((target_name(target), _found(target)) for target in _targets(families))
+    return {name: at[2] for name, at in found if at is not None}
 
 
-def _uninstall():
-    """Put back the original of every target we patched (lock held)."""
-    for name, installed in state.installed.items():
-        if _is_installed(name):
-            setattr(installed.owner, installed.name, installed.original)
-    state.installed.clear()
-
-
-def _apply(force):
-    """Patch the imported keras if the guard says so (lock held): every
-    target that can be patched is, and PatchError names those that cannot."""
+def _apply(families, force):
+    """Patch these imported families where the guard says so (lock held):
+    every target that can be patched is, and PatchError names those that
+    cannot."""
     from keras_clone_fix._fix import UnsupportedFunction
-    version = _keras_version()
-    should_patch, reason = _decide(version, force)
-    if not should_patch:
-        state.reason = reason + "; not patched"
-        return
     failures = []
-    for target in targets_for(version):
-        name = target_name(target)
-        if not _is_installed(name):
-            try:
-                state.installed[name] = _wrap(target)
-            except UnsupportedFunction as error:
-                failures.append("{} {}".format(name, error))
+    for family in families:
+        version = _version(family)
+        should_patch, reason = _decide(family, version, force)
+        cannot = []
+        if should_patch:
+            for target in targets_for(family, version):
+                found = _found(target)
+                if found is None or not is_fixed(found[2]):
+                    try:
+                        _wrap(target)
+                    except UnsupportedFunction as error:
+                        cannot.append("{} {}".format(target_name(target), error))
+        failures.extend(cannot)
+        decision = reason + ("; not patched" if not should_patch else
+                             "; cannot patch " + "; ".join(cannot) if cannot else "; patched")
+        state.decisions = dict(state.decisions, **{family: decision})
+    state.reason = "; ".join(state.decisions[family] for family in FAMILIES
+                             if family in state.decisions)
     if failures:
-        state.reason = "{}; cannot patch {}".format(reason, "; ".join(failures))
         raise PatchError(state.reason)
-    state.reason = reason + "; patched"
+
+
+def _unwrap(families):
+    """Put back the original at every target of these families where our
+    wrapper is (lock held)."""
+    for target in _targets(families):
+        found = _found(target)
+        if found is not None and is_fixed(found[2]):
+            owner, name, wrapper = found
+            setattr(owner, name, wrapper.__wrapped__)
+
+
+def _wait_for_the_rest():
+    """Wait for the families not imported yet, if any (lock held)."""
+    if all(_imported(family) for family in FAMILIES):
+        disarm()
+    else:
+        _arm()
 
 
 def patch(force=False, source="keras_clone_fix.patch()"):
-    """Import keras and patch it if this release is affected; returns status()."""
-    try:
-        # Not under the lock: a thread importing keras meanwhile holds keras'
-        # import lock and waits for ours in keras_arrived().
-        import keras  # noqa: F401  (the caller asked for keras)
-    except ImportError as error:
-        with lock:
-            state.reason = "keras cannot be imported: {}".format(error)
-            return status()
+    """Import the installed families, patch the affected ones, wait for the
+    others; returns status()."""
+    missing = []
+    for family in FAMILIES:
+        try:
+            # Not under the lock: a thread importing it meanwhile holds its
+            # import lock and waits for ours in arrived().
+            importlib.import_module(family)
+        except ImportError as error:
+            missing.append("{} cannot be imported: {}".format(family, error))
     with lock:
-        disarm()
         state.activated_by = source
-        _apply(force)
+        _wait_for_the_rest()
+        families = [family for family in FAMILIES if _imported(family)]
+        if families:
+            _apply(families, force)
+        else:
+            state.reason = "; ".join(missing)
         return status()
 
 
 def unpatch():
-    """Put back keras' own functions (the very same objects) and stop
-    waiting for keras; returns status()."""
+    """Put back the original functions (the very same objects) and stop
+    waiting for imports; returns status()."""
     with lock:
         disarm()
-        _uninstall()
+        _unwrap(FAMILIES)
         state.activated_by = None
+        state.decisions = {}
         state.reason = "unpatched by keras_clone_fix.unpatch()"
         return status()
 
 
 def status():
-    """The fix's state in this process; imports nothing."""
+    """The fix's state in this process, read from the targets; imports nothing."""
     with lock:
-        version = _keras_version()
-        targets = _targets_status(version)
+        targets = {target_name(target): False for target in _targets(FAMILIES)}
+        targets.update((name, is_fixed(function)) for name, function in _installed(FAMILIES).items())
         reason = state.reason
         if reason is None:
-            reason = ("waiting for `import keras`" if state.watcher is not None
-                      else "keras is not imported")
+            reason = "waiting for {}".format(" or ".join(
+                "`import {}`".format(family) for family in FAMILIES if not _imported(family))
+            ) if state.watcher is not None else "not activated"
         return Status(patched=bool(targets) and all(targets.values()), targets=targets,
-                      keras_version=version, reason=reason, activated_by=state.activated_by)
+                      keras_version=_version("keras"), tensorflow_version=_version("tensorflow"),
+                      reason=reason, activated_by=state.activated_by)
 
 
-Saved = collections.namedtuple("Saved", "attributes installed waiting activated_by reason")
+Saved = collections.namedtuple("Saved", "families objects waiting activated_by reason decisions")
 
 
 def save_state():
     """What restore_state() needs to put this process back as it is now:
-    the very objects at every target of the imported keras, and our state."""
-    from keras_clone_fix._fix import UnsupportedFunction
+    the very objects at every target of the imported families, and whether
+    the fix waits for the others."""
     with lock:
-        attributes = []
-        for target in targets_for(_keras_version()):
-            try:
-                attributes.append(_resolve(target))
-            except UnsupportedFunction:
-                pass  # nothing there to restore
-        return Saved(attributes, dict(state.installed), state.watcher is not None,
-                     state.activated_by, state.reason)
+        families = [family for family in FAMILIES if _imported(family)]
+        return Saved(families, _installed(families), state.watcher is not None,
+                     state.activated_by, state.reason, state.decisions)
 
 
 def restore_state(saved):
-    """Undo patch()/unpatch() calls made since save_state()."""
+    """Undo what happened to the fix since save_state(): the saved objects go
+    back to their targets; a family imported since is patched if the fix
+    was waiting for it then, and has its originals back otherwise."""
     with lock:
-        # Waiting meant "patch when keras arrives": if it arrived meanwhile,
-        # patched is the state the wait would have led to.
-        if not (saved.waiting and not saved.attributes and "keras" in sys.modules):
-            disarm()
-            for owner, name, value in saved.attributes:
-                setattr(owner, name, value)
-            state.installed.clear()
-            state.installed.update(saved.installed)
-            if saved.waiting:
-                _arm()
-            state.reason = saved.reason
-        state.activated_by = saved.activated_by
+        disarm()
+        for target in _targets(saved.families):
+            name = target_name(target)
+            if name in saved.objects:
+                owner, attribute, _ = _resolve(target)
+                setattr(owner, attribute, saved.objects[name])
+        arrived_since = [family for family in FAMILIES
+                         if family not in saved.families and _imported(family)]
+        state.activated_by, state.reason, state.decisions = (
+            saved.activated_by, saved.reason, saved.decisions)
+        if saved.waiting:
+            try:
+                _apply(arrived_since, _env_flag(FORCE, default=False))
+            except PatchError:
+                pass  # as the wait would have: those stay unpatched, said in reason
+            _wait_for_the_rest()
+        else:
+            _unwrap(arrived_since)
+
+
+@contextlib.contextmanager
+def restoring():
+    """The fix's state afterwards is what it was before (the pytest fixture)."""
+    saved = save_state()
+    try:
+        yield
+    finally:
+        restore_state(saved)

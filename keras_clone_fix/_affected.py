@@ -1,43 +1,53 @@
-"""What is affected: which `keras` releases have the mask bugs (the version
-guard), and which of their functions are patched, with which rules.
+"""What is affected: which releases of each family have the rebuild bugs
+(the version guard), and which of their functions are patched, with which
+rules.
 
-Reads nothing but a version string, so it costs nothing to import.
+A family is a package whose `__version__` decides: `keras` (multi-backend
+Keras) or `tensorflow` (its tf.keras). Reads nothing but version strings,
+so it costs nothing to import.
 """
 
 import collections
 import re
 
-# (first release, first release past the range, affected?, why).
+# family -> (first release, first release past the range, affected?, why).
 # Ranges are half-open and together cover every version.
-RELEASES = (
-    ((0, 0, 0), (2, 0, 7), False,
-     "keras.models.clone_model does not exist before 2.0.7"),
-    ((2, 0, 7), (2, 2, 5), True,
-     "clone_model and calling a model on new tensors keep one output mask "
-     "when compute_mask returns one value, and drop or refuse the other "
-     "outputs of every multi-output layer"),
-    ((2, 2, 5), (2, 4, 0), True,
-     "2.2.5 fixed clone_model for layers without masking only: multi-output "
-     "masking layers still lose outputs, and nested models lose their masks"),
-    ((2, 4, 0), (3, 0, 0), False,
-     "Keras >= 2.4 is a front for tf.keras, whose clone_model is correct"),
-    ((3, 0, 0), None, False,
-     "Keras 3 clones models with new code that is not affected"),
-)
+RELEASES = {
+    "keras": (
+        ((0, 0, 0), (2, 0, 7), False,
+         "keras.models.clone_model does not exist before 2.0.7"),
+        ((2, 0, 7), (2, 2, 5), True,
+         "clone_model and calling a model on new tensors keep one output mask "
+         "when compute_mask returns one value, and drop or refuse the other "
+         "outputs of every multi-output layer"),
+        ((2, 2, 5), (2, 4, 0), True,
+         "2.2.5 fixed clone_model for layers without masking only: multi-output "
+         "masking layers still lose outputs, and nested models lose their masks"),
+        ((2, 4, 0), (3, 0, 0), False,
+         "Keras >= 2.4 is a front for tf.keras, whose clone_model is correct"),
+        ((3, 0, 0), None, False,
+         "Keras 3 clones models with new code that is not affected"),
+    ),
+    "tensorflow": (
+        ((0, 0, 0), None, False,
+         "tf.keras is not patched by this release of keras-clone-fix"),
+    ),
+}
+FAMILIES = tuple(sorted(RELEASES))
 
-Target = collections.namedtuple("Target", "module attribute first past rules why")
+Target = collections.namedtuple("Target", "family module attribute first past rules why")
 
-# What is patched: each target (a function, or Class.method, of a keras
-# module) on the releases [first, past), with the rules of _fix applied in
-# this order. Every affected release aliases node.arguments in both.
+# What is patched: each target (a function, or Class.method, of a module of
+# the family) on the family's releases [first, past), with the rules of
+# _fix applied in this order. Every affected release aliases node.arguments.
 TARGETS = (
-    Target("keras.models", "_clone_functional_model", (2, 0, 7), (2, 4, 0),
+    Target("keras", "keras.models", "_clone_functional_model", (2, 0, 7), (2, 4, 0),
            ("CopyNodeArguments", "LayerCallPropagatesMasks", "RecordedOutputMasks"),
            "clone_model of a functional model: outputs dropped, masks lost or pinned"),
-    Target("keras.engine.topology", "Container.run_internal_graph", (2, 0, 7), (2, 2, 0),
+    Target("keras", "keras.engine.topology", "Container.run_internal_graph", (2, 0, 7), (2, 2, 0),
            ("CopyNodeArguments", "OneMaskPerOutput"),
            "calling a model on new tensors (nesting, multi_gpu_model, TimeDistributed)"),
-    Target("keras.engine.network", "Network.run_internal_graph", (2, 2, 0), (2, 4, 0),
+    Target("keras", "keras.engine.network", "Network.run_internal_graph", (2, 2, 0), (2, 4, 0),
            ("CopyNodeArguments", "OneMaskPerOutput"),
            "calling a model on new tensors (nesting, multi_gpu_model, TimeDistributed); "
            "2.2 moved Container to keras.engine.network.Network"),
@@ -53,27 +63,28 @@ def parse_version(version, pattern=_RELEASE_VERSION):
     return tuple(int(part) for part in match.groups()) if match else None
 
 
-def is_affected(version):
-    """(affected: bool or None, reason: str) for a keras version string.
+def is_affected(family, version):
+    """(affected: bool or None, reason: str) for a version string of a family.
 
     None means the version is not recognised: the caller must not guess.
     """
     parsed = parse_version(version)
     if parsed is None:
-        return None, ("keras version {!r} is not a release this package "
-                      "recognises".format(version))
-    for first, past, affected, why in RELEASES:
+        return None, ("{} version {!r} is not a release this package "
+                      "recognises".format(family, version))
+    for first, past, affected, why in RELEASES[family]:
         if first <= parsed and (past is None or parsed < past):
-            return affected, "keras {}: {}".format(version, why)
-    raise AssertionError("RELEASES does not cover " + version)
+            return affected, "{} {}: {}".format(family, version, why)
+    raise AssertionError("RELEASES[{!r}] does not cover {}".format(family, version))
 
 
-def targets_for(version):
-    """The targets to patch in a keras of this version string. A version
+def targets_for(family, version):
+    """The targets to patch in a family of this version string. A version
     that is not recognised (patched only when forced) is taken by the
     release it starts with: '2.2.4-custom' as 2.2.4; 'custom' has none."""
     parsed = parse_version(version, _LEADING_RELEASE)
-    return [target for target in TARGETS if parsed and target.first <= parsed < target.past]
+    return [target for target in TARGETS
+            if target.family == family and parsed and target.first <= parsed < target.past]
 
 
 def target_name(target):

@@ -129,7 +129,7 @@ def self_check():
     status = keras_clone_fix.status()
     report.update([  # pairs, not keywords: Python 2 would shuffle keywords
         ("keras", status.keras_version), ("backend", keras.backend.backend()),
-        ("affected", is_affected(status.keras_version)[0]), ("patched", status.patched),
+        ("affected", is_affected("keras", status.keras_version)[0]), ("patched", status.patched),
         ("targets", status.targets), ("reason", status.reason),
         ("activated_by", status.activated_by)])
     clone_works, report["clone"] = check_clone(keras)

@@ -19,9 +19,7 @@ def pytest_report_header(config):
 @pytest.fixture(name="keras_clone_fix")
 def keras_clone_fix_fixture():
     """The fix, active for this test; yields its Status. Afterwards the
-    process is as it was before the test, patched or not."""
-    saved = _activation.save_state()
-    try:
+    process is as it was before the test, patched or not, whether keras was
+    imported before the test, during it or not at all."""
+    with _activation.restoring():
         yield _activation.patch(source="pytest fixture keras_clone_fix")
-    finally:
-        _activation.restore_state(saved)

@@ -143,13 +143,12 @@ def warnings_in(stderr):
 @pytest.fixture(params=["patched", "unpatched"])
 def clone_mode(request):
     """Run the test with the fix on, then off; restore the state after."""
-    saved = _activation.save_state()
-    if request.param == "patched":
-        assert keras_clone_fix.patch().patched
-    else:
-        assert not keras_clone_fix.unpatch().patched
-    yield request.param
-    _activation.restore_state(saved)
+    with _activation.restoring():
+        if request.param == "patched":
+            assert keras_clone_fix.patch().patched
+        else:
+            assert not keras_clone_fix.unpatch().patched
+        yield request.param
 
 
 @pytest.fixture
@@ -163,9 +162,8 @@ def fresh_graph():
 
 @pytest.fixture
 def restore_fix_state():
-    saved = _activation.save_state()
-    yield
-    _activation.restore_state(saved)
+    with _activation.restoring():
+        yield
 
 
 def expect_upstream_failure(request, clone_mode, broken, why, raises=AssertionError):

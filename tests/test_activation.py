@@ -22,7 +22,7 @@ except ImportError:  # Python 2
 def test_import_is_lazy(python_without_pth):
     report, _ = probe("fix-only", python=python_without_pth)
     assert report["after_fix_import"] == []
-    assert report["status"]["reason"] == "waiting for `import keras`"
+    assert report["status"]["reason"] == "waiting for `import keras` or `import tensorflow`"
 
 
 UNRELATED_IMPORTS = """
@@ -46,11 +46,11 @@ def test_unrelated_imports_work_while_waiting_for_keras(python_without_pth):
     3 through find_spec: the watcher must answer both for any name."""
     finished = run_python(["-c", UNRELATED_IMPORTS], python=python_without_pth)
     assert (finished.stdout, finished.stderr) == (
-        "waiting for `import keras`\n"
+        "waiting for `import keras` or `import tensorflow`\n"
         "ImportError for no_such_module\n"
         "ImportError for json.no_such_submodule\n"
         "ImportError for keras_no_such_module\n"
-        "waiting for `import keras`\n", "")
+        "waiting for `import keras` or `import tensorflow`\n", "")
 
 
 @affected_only
@@ -71,7 +71,7 @@ def current_objects():
     """{target name: the object at that target now} in the imported keras."""
     import keras
     return {target_name(target): _activation._resolve(target)[2]
-            for target in targets_for(keras.__version__)}
+            for target in targets_for("keras", keras.__version__)}
 
 
 def assert_wrapped(originals):
@@ -154,7 +154,8 @@ def test_a_target_that_cannot_be_patched_leaves_the_others_patched(restore_fix_s
     from test_fix_source import decorated
     keras_clone_fix.unpatch()
     clone, call = sorted(current_objects(), key=lambda name: "run_internal_graph" in name)
-    owner, name, original = _activation._resolve(targets_for(keras_clone_fix.status().keras_version)[1])
+    owner, name, original = _activation._resolve(
+        targets_for("keras", keras_clone_fix.status().keras_version)[1])
     monkeypatch.setattr(owner, name, decorated(original))
     with pytest.raises(_activation.PatchError) as raised:  # the class before any reload
         keras_clone_fix.patch()
@@ -200,11 +201,13 @@ def test_wraps_functions_and_methods_with_the_installed_wrapt(monkeypatch):
             ("step_like_keras", step_like_keras, lambda: functools.partial(module.step_like_keras, Node())),
             ("Network.step", step_like_keras, lambda: Network().step),
             ("Network.step", step_like_keras, lambda: functools.partial(Network.step, Network()))]:
-        target = Target(module.__name__, attribute, None, None, ["OneMaskPerOutput"], "test")
+        target = Target("keras", module.__name__, attribute, None, None, ["OneMaskPerOutput"],
+                        "test")
         monkeypatch.setattr(Network, "step", step_like_keras)
-        patched = _activation._wrap(target)
-        assert patched.original is original and patched.wrapper.__wrapped__ is original
-        assert isinstance(patched.wrapper, wrapt.FunctionWrapper)
+        _activation._wrap(target)
+        wrapper = _activation._resolve(target)[2]
+        assert wrapper.__wrapped__ is original and _activation.is_fixed(wrapper)
+        assert isinstance(wrapper, wrapt.FunctionWrapper)
         assert call()(Layer("m", outputs=3), "m")[1:] == (["m", "m", "m"], 3)
 
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from keras_clone_fix import _fix
+from keras_clone_fix import FAMILIES, _fix
 from keras_clone_fix._affected import (
     RELEASES, TARGETS, is_affected, parse_version, target_name, targets_for)
 
@@ -12,20 +12,26 @@ from keras_clone_fix._affected import (
     ("2.0.7", True), ("2.1.6", True), ("2.2.4", True), ("2.2.5", True), ("2.3.1", True),
     ("2.4.0", False), ("2.15.0", False), ("3.0.0", False), ("3.15.1", False),
 ])
-def test_releases(version, affected):
-    assert is_affected(version)[0] is affected
+def test_keras_releases(version, affected):
+    assert is_affected("keras", version)[0] is affected
 
 
 @pytest.mark.parametrize("version", ["2.2.4-tf", "2.3.0rc1", "2.2", "", None, 2.2])
 def test_unrecognised_versions_are_not_guessed(version):
-    affected, reason = is_affected(version)
+    affected, reason = is_affected("keras", version)
     assert affected is None and repr(version) in reason
 
 
-def test_ranges_cover_every_version_once_with_a_reason():
-    for (_, past, _, why), (first, _, _, _) in zip(RELEASES, RELEASES[1:]):
+@pytest.mark.parametrize("family", FAMILIES)
+def test_ranges_cover_every_version_once_with_a_reason(family):
+    ranges = RELEASES[family]
+    for (_, past, _, why), (first, _, _, _) in zip(ranges, ranges[1:]):
         assert past == first and why
-    assert RELEASES[0][0] == (0, 0, 0) and RELEASES[-1][1] is None
+    assert ranges[0][0] == (0, 0, 0) and ranges[-1][1] is None and ranges[-1][3]
+
+
+def test_the_watcher_waits_for_every_family_of_the_table():
+    assert sorted(FAMILIES) == sorted(RELEASES)
 
 
 def test_parse_version():
@@ -45,13 +51,14 @@ def test_parse_version():
                       "keras.engine.network.Network.run_internal_graph"]),
     ("2.4.0", []), ("custom", []), (None, []),
 ])
-def test_targets_for(version, patched):
-    assert [target_name(target) for target in targets_for(version)] == patched
+def test_keras_targets_for(version, patched):
+    assert [target_name(target) for target in targets_for("keras", version)] == patched
 
 
-def test_every_target_is_within_the_affected_releases_with_known_rules():
-    affected = [(first, past) for first, past, is_affected_, _ in RELEASES if is_affected_]
-    for target in TARGETS:
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_target_is_within_the_affected_releases_with_known_rules(family):
+    affected = [(first, past) for first, past, is_affected_, _ in RELEASES[family] if is_affected_]
+    for target in [target for target in TARGETS if target.family == family]:
         assert affected[0][0] <= target.first < target.past <= affected[-1][1]
         assert target.rules and target.why
         assert all(issubclass(getattr(_fix, rule), _fix.Rule) for rule in target.rules)

@@ -51,7 +51,7 @@ def test_python_S_means_no_activation():
 def test_bad_switch_value_warns_once_and_activates():
     report, finished = probe("no-keras", env={"KERAS_CLONE_FIX": "maybe"})
     assert len(warnings_in(finished.stderr)) == 1 and "'maybe'" in finished.stderr
-    assert report["status"]["reason"] == "waiting for `import keras`"
+    assert report["status"]["reason"] == "waiting for `import keras` or `import tensorflow`"
 
 
 @affected_only
@@ -115,7 +115,7 @@ def test_broken_keras_fails_to_import_as_it_would_without_us(tmp_path):
                "print(keras_clone_fix.status().reason)\n")
     finished = run_python(["-c", program], env={"PYTHONPATH": str(tmp_path)})
     assert finished.stdout == ("ImportError: simulated broken keras\n"
-                               "waiting for `import keras`\n")
+                               "waiting for `import keras` or `import tensorflow`\n")
     assert finished.stderr == ""
 
 

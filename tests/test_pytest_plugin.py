@@ -2,6 +2,8 @@
 
 import textwrap
 
+import pytest
+
 from conftest import TESTS, affected_only, run_python
 
 USES_THE_FIXTURE = textwrap.dedent(u"""
@@ -35,6 +37,32 @@ USES_THE_FIXTURE = textwrap.dedent(u"""
 """)
 
 
+KERAS_IMPORTED_BY_THE_FIXTURE = textwrap.dedent(u"""
+    import sys
+
+    import keras_clone_fix
+    from clone_probe import clone_two_output_model
+
+
+    def test_keras_is_not_imported_yet():
+        assert "keras" not in sys.modules
+
+
+    def test_with_the_fixture(keras_clone_fix):
+        from keras.models import clone_model
+        assert keras_clone_fix.patched
+        assert clone_two_output_model(clone_model) == "ok"
+
+
+    def test_after():
+        import keras.models
+        fixed = type(vars(keras.models)["_clone_functional_model"]).__name__ == "FixedFunction"
+        assert keras_clone_fix.status().patched is fixed is ACTIVE
+        assert clone_two_output_model(keras.models.clone_model).startswith(
+            "ok" if ACTIVE else "AssertionError")
+""")
+
+
 def run_pytest(tmp_path, test_source, options=(), env=None):
     (tmp_path / "test_user.py").write_text(test_source)
     return run_python(["-m", "pytest", "-p", "no:cacheprovider", "-v",
@@ -44,7 +72,7 @@ def run_pytest(tmp_path, test_source, options=(), env=None):
 
 def test_header_names_the_state(tmp_path):
     finished = run_pytest(tmp_path, u"def test_nothing():\n    pass\n")
-    assert "keras-clone-fix 0.1.0: not patched (waiting for `import keras`)" in finished.stdout
+    assert "keras-clone-fix 0.1.0: not patched (waiting for `import keras` or `import tensorflow`)" in finished.stdout
 
 
 def test_no_keras_clone_fix_disables_the_plugin(tmp_path):
@@ -58,3 +86,14 @@ def test_no_keras_clone_fix_disables_the_plugin(tmp_path):
 def test_fixture_patches_only_inside_its_test(tmp_path):
     finished = run_pytest(tmp_path, USES_THE_FIXTURE, env={"KERAS_CLONE_FIX": "0"})
     assert "4 passed" in finished.stdout, finished.stdout + finished.stderr
+
+
+@affected_only
+@pytest.mark.parametrize("switch, active", [("0", False), ("1", True)])
+def test_fixture_restores_a_keras_first_imported_in_its_test(tmp_path, switch, active):
+    """Afterwards the process is as if the test had not run: keras as Keras
+    has it when activation is off, patched (as the wait for keras would
+    have done) when it is on."""
+    source = KERAS_IMPORTED_BY_THE_FIXTURE.replace("ACTIVE", repr(active))
+    finished = run_pytest(tmp_path, source, env={"KERAS_CLONE_FIX": switch})
+    assert "3 passed" in finished.stdout, finished.stdout + finished.stderr
