@@ -3,6 +3,7 @@
     nox                 # every environment below (what .ci/run runs)
     nox -s demo         # the bug on Keras 2.2.4, then the fix
     nox -s full         # the long randomised differential run
+    nox -s activation-model   # the long model-based test of activation
     nox -s bench        # clone-time, memory and start-up benchmarks
     nox -s startup startup-2.7   # start-up figures on Python 3.13 and 2.7
 
@@ -74,10 +75,13 @@ def built_wheel():
 
 def install(session, *requirements):
     if session.python == "3.6":
-        requirements += ("-c", os.path.join(ROOT, ".ci", "py36-constraints.txt"))
-    if session.python == "2.7":
+        requirements += ("hypothesis", "-c", os.path.join(ROOT, ".ci", "py36-constraints.txt"))
+    elif session.python == "2.7":
         # The tests make an interpreter without our .pth; 2.7 has no venv.
-        requirements += ("virtualenv<20.22",)
+        # Hypothesis 4.x is the last for 2.7.
+        requirements += ("virtualenv<20.22", "hypothesis<5")
+    else:
+        requirements += ("hypothesis",)
     session.install(built_wheel(), "pytest", *requirements)
 
 
@@ -146,6 +150,14 @@ def full(session, keras_version):
     install(session, *TF1, "keras==" + keras_version)
     session.run("pytest", "tests/test_random_models.py", *session.posargs,
                 env=dict(QUIET_TF, RANDOM_MODELS="250"))
+
+
+@nox.session(name="activation-model", venv_backend="venv", python="3.7")
+def activation_model(session):
+    """The model-based activation test with 200 event sequences (keras 2.2.4)."""
+    install(session, *TF1, "keras==2.2.4")
+    session.run("pytest", "tests/test_activation_model.py", *session.posargs,
+                env=dict(QUIET_TF, ACTIVATION_SEQUENCES="200"))
 
 
 @nox.session(venv_backend="venv", python="3.7")

@@ -38,6 +38,13 @@ def pytest_report_header(config):
 
 
 def pytest_terminal_summary(terminalreporter):
+    activation_model = sys.modules.get("test_activation_model")
+    if activation_model and activation_model.RAN["sequences"]:
+        ran = dict(activation_model.RAN)
+        terminalreporter.write_sep("-", "activation model: {} event sequences".format(
+            ran.pop("sequences")))
+        terminalreporter.write_line(", ".join(
+            "{} {}".format(count, event) for event, count in sorted(ran.items())))
     random_models = sys.modules.get("test_random_models")
     if random_models and random_models.SHAPES:
         terminalreporter.write_sep("-", "random models: how many had each feature")

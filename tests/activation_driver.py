@@ -1,0 +1,134 @@
+"""A fresh interpreter driven by the model-based activation test.
+
+It reads one event a line from stdin, makes it happen, and prints one JSON
+line of what it then sees. What is installed at each target is read here
+without the package's own helpers (the module attribute, and the class of
+the object there), so the test compares status() with an independent view.
+
+    python activation_driver.py        # with the installed .pth, as users run
+"""
+
+import importlib
+import json
+import os
+import sys
+import traceback
+
+try:
+    from importlib import reload
+except ImportError:  # Python 2
+    from imp import reload
+
+FAMILIES = ("keras", "tensorflow")
+scopes = []  # the fixture's context managers entered and not yet left
+
+
+def fix():
+    return sys.modules["keras_clone_fix"]
+
+
+def activation():
+    from keras_clone_fix import _activation
+    return _activation
+
+
+def import_family(name):
+    try:
+        importlib.import_module(name)
+    except ImportError:
+        pass  # not installed here: importing it changes nothing
+
+
+def enter_fixture():
+    # What the plugin's fixture does.
+    scope = activation().restoring()
+    scope.__enter__()
+    scopes.append(scope)
+    activation().patch(source="pytest fixture keras_clone_fix")
+
+
+EVENTS = {
+    "import keras": lambda: import_family("keras"),
+    "import tensorflow": lambda: import_family("tensorflow"),
+    "patch": lambda: fix().patch(),
+    "unpatch": lambda: fix().unpatch(),
+    "enter fixture": enter_fixture,
+    "exit fixture": lambda: scopes.pop().__exit__(None, None, None),
+    "force on": lambda: os.environ.__setitem__("KERAS_CLONE_FIX_FORCE", "1"),
+    "force off": lambda: os.environ.pop("KERAS_CLONE_FIX_FORCE", None),
+    "reload keras.models": lambda: reload(sys.modules["keras.models"]),
+    "reload keras_clone_fix": lambda: reload(fix()),
+}
+
+
+def installed_at(module, attribute):
+    """The object at module.attribute (or module.Class.method), or None."""
+    owner = sys.modules.get(module)
+    path = attribute.split(".")
+    for part in path[:-1]:
+        owner = getattr(owner, part, None)
+    return vars(owner).get(path[-1]) if owner is not None else None
+
+
+def behaviour(keras):
+    """Whether clone_model, and calling a model on a new tensor, work on a
+    model whose two-output layer passes one mask: every affected release
+    fails both ("Could not compute output", "Layers should have equal
+    number of output tensors and output masks"). Built in a new graph each
+    time, and not run: this is about which code runs, cheaply."""
+    import models
+    backend = keras.backend
+    if hasattr(backend, "clear_session"):  # Theano has none
+        backend.clear_session()
+    x = models.tokens()
+    model = keras.models.Model(x, models.SplitOutputs(2)(models.embedded(x)))
+    new_input = models.tokens()
+    return {"clone": attempt(lambda: keras.models.clone_model(model))
+            if hasattr(keras.models, "clone_model") else None,  # none before 2.0.7
+            "call": attempt(lambda: keras.models.Model(new_input, model(new_input)))}
+
+
+def attempt(action):
+    try:
+        action()
+    except Exception as error:  # whatever the release raises
+        return type(error).__name__
+    return "ok"
+
+
+def observe(targets, check_behaviour):
+    status = fix().status()
+    objects = {}
+    for module, attribute in targets:
+        found = installed_at(module, attribute)
+        if found is not None:
+            objects[module + "." + attribute] = {
+                "id": id(found), "fixed": type(found).__name__ == "FixedFunction",
+                "original": id(getattr(found, "__wrapped__", found))}
+    keras = sys.modules.get("keras")
+    return {
+        "status": status.as_dict(),
+        "objects": objects,
+        "imported": [family for family in FAMILIES if sys.modules.get(family) is not None],
+        "waiting": any(type(finder).__name__ == "_ImportWatcher" for finder in sys.meta_path),
+        "behaviour": behaviour(keras) if check_behaviour and keras is not None else None,
+    }
+
+
+def main():
+    # From the test: the targets to look at, [module, attribute] each, and
+    # whether to try clone_model and calls on new tensors.
+    targets, check_behaviour = json.loads(sys.stdin.readline())
+    for line in iter(sys.stdin.readline, ""):
+        event = line.strip()
+        try:
+            EVENTS[event]()
+            report = observe(targets, check_behaviour)
+        except Exception:
+            report = {"error": traceback.format_exc()}
+        sys.stdout.write(json.dumps(report) + "\n")
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
