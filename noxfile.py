@@ -154,10 +154,10 @@ def full(session, keras_version):
 
 @nox.session(name="activation-model", venv_backend="venv", python="3.7")
 def activation_model(session):
-    """The model-based activation test with 200 event sequences (keras 2.2.4)."""
+    """The model-based activation test with 300 event sequences (keras 2.2.4)."""
     install(session, *TF1, "keras==2.2.4")
     session.run("pytest", "tests/test_activation_model.py", *session.posargs,
-                env=dict(QUIET_TF, ACTIVATION_SEQUENCES="200"))
+                env=dict(QUIET_TF, ACTIVATION_SEQUENCES="300"))
 
 
 @nox.session(venv_backend="venv", python="3.7")

@@ -10,8 +10,10 @@ at each target (read independently by the driver), that is what the model
 expects, clone_model and calls on new tensors work exactly where patched,
 and a fixture's exit put back the very objects that were there at its enter.
 
-ACTIVATION_SEQUENCES (default 10) and ACTIVATION_STEPS (default 10) bound it;
-`nox -s activation-model` runs a longer setting.
+ACTIVATION_SEQUENCES (default 30, about 40 seconds with TensorFlow) and
+ACTIVATION_STEPS (default 10) bound it; `nox -s activation-model` runs 300.
+Hypothesis makes its first sequences of the simplest events (about one in
+ten of the first hundred), so fewer than 30 would test little.
 """
 
 import collections
@@ -30,7 +32,7 @@ from conftest import AFFECTED, TESTS, installed
 from keras_clone_fix import FAMILIES
 from keras_clone_fix._affected import target_name, targets_for
 
-SEQUENCES = int(os.environ.get("ACTIVATION_SEQUENCES", "10"))
+SEQUENCES = int(os.environ.get("ACTIVATION_SEQUENCES", "30"))
 STEPS = int(os.environ.get("ACTIVATION_STEPS", "10"))
 RAN = collections.Counter()  # sequences, and steps of each event: the terminal summary
 
@@ -207,4 +209,4 @@ class ActivationModel(RuleBasedStateMachine):
 def test_activation_follows_its_model():
     run_state_machine_as_test(ActivationModel, settings=settings(
         max_examples=SEQUENCES, stateful_step_count=STEPS, deadline=None, database=None,
-        suppress_health_check=list(HealthCheck)))
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]))
