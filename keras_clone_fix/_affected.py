@@ -14,8 +14,13 @@ import re
 # Ranges are half-open and together cover every version.
 RELEASES = {
     "keras": (
-        ((0, 0, 0), (2, 0, 7), False,
-         "keras.models.clone_model does not exist before 2.0.7"),
+        ((0, 0, 0), (2, 0, 0), False,
+         "Keras 1.x is not multi-backend Keras 2: its rebuild routines are "
+         "other code, not examined by this package"),
+        ((2, 0, 0), (2, 0, 7), True,
+         "calling a model on new tensors writes each call's masks into the "
+         "original's node arguments: a shared or nested model's later calls use "
+         "an earlier call's mask (clone_model does not exist before 2.0.7)"),
         ((2, 0, 7), (2, 2, 5), True,
          "clone_model and calling a model on new tensors keep one output mask "
          "when compute_mask returns one value, and drop or refuse the other "
@@ -44,6 +49,11 @@ TARGETS = (
     Target("keras", "keras.models", "_clone_functional_model", (2, 0, 7), (2, 4, 0),
            ("CopyNodeArguments", "LayerCallPropagatesMasks", "RecordedOutputMasks"),
            "clone_model of a functional model: outputs dropped, masks lost or pinned"),
+    Target("keras", "keras.engine.topology", "Container.run_internal_graph", (2, 0, 0), (2, 0, 7),
+           ("CopyNodeArguments",),
+           "calling a model on new tensors: each call's masks written into the original's "
+           "nodes. (Layer.__call__ before 2.0.7 cannot build a multi-output layer with one "
+           "mask, so OneMaskPerOutput has nothing to answer there.)"),
     Target("keras", "keras.engine.topology", "Container.run_internal_graph", (2, 0, 7), (2, 2, 0),
            ("CopyNodeArguments", "OneMaskPerOutput"),
            "calling a model on new tensors (nesting, multi_gpu_model, TimeDistributed)"),

@@ -80,6 +80,11 @@ def behaviour(keras):
     backend = keras.backend
     if hasattr(backend, "clear_session"):  # Theano has none
         backend.clear_session()
+    if not hasattr(keras.models, "clone_model"):
+        # Before 2.0.7 that model cannot be built, fix or no fix; a shared
+        # masked model shows the bug there (and needs predict).
+        from keras_clone_fix._cli import check_shared_model
+        return {"clone": None, "call": "ok" if check_shared_model(keras)[0] else "wrong"}
     x = models.tokens()
     model = keras.models.Model(x, models.SplitOutputs(2)(models.embedded(x)))
     new_input = models.tokens()

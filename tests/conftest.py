@@ -22,14 +22,20 @@ def _keras_version():
 
 
 KERAS = _keras_version()
-AFFECTED = KERAS is not None and (2, 0, 7) <= KERAS < (2, 4, 0)
-affected_only = pytest.mark.skipif(not AFFECTED, reason="needs Keras 2.0.7 - 2.3.1")
+AFFECTED = KERAS is not None and (2, 0, 0) <= KERAS < (2, 4, 0)
+# clone_model exists from 2.0.7: tests that clone need an affected release from there.
+CLONE_AFFECTED = AFFECTED and KERAS >= (2, 0, 7)
+affected_only = pytest.mark.skipif(not CLONE_AFFECTED,
+                                   reason="clones a model: needs Keras 2.0.7 - 2.3.1")
 keras_free_only = pytest.mark.skipif(KERAS is not None, reason="needs an environment without keras")
 
 
-def skip_module_unless_affected():
-    if not AFFECTED:
-        pytest.skip("needs multi-backend Keras 2.0.7 - 2.3.1", allow_module_level=True)
+def skip_module_unless_affected(clones=True):
+    """Skip the module unless an affected keras is installed; one that
+    clones needs clone_model, which exists from 2.0.7."""
+    if not (CLONE_AFFECTED if clones else AFFECTED):
+        pytest.skip("needs multi-backend Keras {} - 2.3.1".format("2.0.7" if clones else "2.0.0"),
+                    allow_module_level=True)
 
 
 def pytest_report_header(config):

@@ -5,12 +5,17 @@ import numpy
 from keras import backend as K
 
 VERSION = tuple(int(part) for part in keras.__version__.split(".")[:3])
-AFFECTED = (2, 0, 7) <= VERSION < (2, 4, 0)
+AFFECTED = (2, 0, 0) <= VERSION < (2, 4, 0)
+CLONES = VERSION >= (2, 0, 7)  # clone_model exists
+# Layer.__call__ before 2.0.7 records one mask for all outputs of a layer:
+# the next layer cannot read its second output's mask (IndexError), fix or
+# no fix, so such models cannot be built there.
+MULTI_OUTPUT_BUILDS = VERSION >= (2, 0, 7)
 # What the unpatched release gets wrong (measured, see README).
 LAMBDA_BROKEN = (2, 0, 7) <= VERSION < (2, 2, 5)   # clone: a two-output layer without masks
 MASKING_BROKEN = AFFECTED                          # clone: a two-output layer with masking
 NESTED_MASK_BROKEN = (2, 2, 5) <= VERSION < (2, 4, 0)  # clone: masks of nested models lost
-LAMBDA_CALL_BROKEN = (2, 0, 7) <= VERSION < (2, 1, 6)  # call on new tensors: the same
+LAMBDA_CALL_BROKEN = (2, 0, 0) <= VERSION < (2, 1, 6)  # call on new tensors: the same
 # Keras before 2.2 cannot call a model on a masked tensor ("Layer input_1
 # does not support masking"), fix or no fix.
 NESTS_ON_MASKED_TENSORS = VERSION >= (2, 2, 0)

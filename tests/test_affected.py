@@ -8,7 +8,7 @@ from keras_clone_fix._affected import (
 
 
 @pytest.mark.parametrize("version, affected", [
-    ("1.2.2", False), ("2.0.6", False),
+    ("1.2.2", False), ("2.0.0", True), ("2.0.6", True),
     ("2.0.7", True), ("2.1.6", True), ("2.2.4", True), ("2.2.5", True), ("2.3.1", True),
     ("2.4.0", False), ("2.15.0", False), ("3.0.0", False), ("3.15.1", False),
 ])

@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from conftest import AFFECTED, KERAS, affected_only, keras_free_only, run_python
 
 
@@ -17,8 +19,12 @@ def test_json_report_matches_the_environment():
         assert report["keras"] is None and "keras is not installed" in report["result"]
     else:
         assert report["patched"] is AFFECTED and report["affected"] is AFFECTED
-        assert report["clone"].startswith("clone_model works")
-        assert report["call_on_new_tensors"].startswith("calling the model on a new tensor works")
+        assert report["clone"].startswith(
+            "clone_model works" if KERAS >= (2, 0, 7) else "keras {} has no clone_model".format(
+                report["keras"]))
+        assert report["call_on_new_tensors"].startswith(
+            "calling the model on a new tensor works" if KERAS >= (2, 0, 7) else
+            "calling the model on two new tensors works")
         assert report["result"] == "ok"
 
 
@@ -46,12 +52,15 @@ def test_prints_the_report_alone_without_the_backends_noise():
     assert finished.stderr == ""
 
 
-@affected_only
+@pytest.mark.skipif(not AFFECTED, reason="needs an affected Keras, 2.0.0 - 2.3.1")
 def test_fails_clearly_when_the_fix_is_switched_off():
     finished = self_check(env={"KERAS_CLONE_FIX": "0"})
     assert finished.returncode == 1
-    assert "clone_model failed: AssertionError: Could not compute output" in finished.stdout
-    assert "calling the model on a new tensor failed: " in finished.stdout
+    if KERAS >= (2, 0, 7):
+        assert "clone_model failed: AssertionError: Could not compute output" in finished.stdout
+        assert "calling the model on a new tensor failed: " in finished.stdout
+    else:
+        assert "the second call used the first's mask" in finished.stdout
     assert "result: FAILED" in finished.stdout
     assert "activation switched off by KERAS_CLONE_FIX=0" in finished.stdout
 
