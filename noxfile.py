@@ -32,6 +32,7 @@ THEANO = dict(QUIET_TF, KERAS_BACKEND="theano", RANDOM_MODELS="4")
 
 # id: (python, requirements, environment variables)
 ENVIRONMENTS = {
+    "keras-2.0.0-tf-1.15": ("3.7", TF1 + ["keras==2.0.0"], QUIET_TF),
     "keras-2.0.6-tf-1.15": ("3.7", TF1 + ["keras==2.0.6"], QUIET_TF),
     "keras-2.0.8-tf-1.15": ("3.7", TF1 + ["keras==2.0.8"], QUIET_TF),
     "keras-2.1.6-tf-1.15": ("3.7", TF1 + ["keras==2.1.6"], QUIET_TF),

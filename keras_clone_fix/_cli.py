@@ -121,7 +121,11 @@ def check_shared_model(keras):
     import numpy
     first, second = numpy.array([[1, 2, 3, 0, 0]]), numpy.array([[4, 0, 0, 0, 0]])
     encoder, siamese = _masked_encoder_called_twice(keras)
-    got = siamese.predict([first, second], verbose=0)
+    try:
+        got = siamese.predict([first, second], verbose=0)
+    except Exception as error:  # 2.0.0 - 2.0.2: a placeholder of the original graph
+        return False, "calling the model on two new tensors failed: {}: {}".format(
+            type(error).__name__, str(error).splitlines()[0])
     expected = [encoder.predict(first, verbose=0), encoder.predict(second, verbose=0)]
     if all(numpy.allclose(e, g) for e, g in zip(expected, got)):
         return True, "calling the model on two new tensors works: each call uses its own mask"

@@ -46,6 +46,21 @@ def recorded_output_masks(output_tensors):
     return masks
 
 
+def without_propagated_mask(arguments, node):
+    """`arguments` without a `mask` that is exactly the masks the node's
+    input tensors carried: the one `Layer.__call__` propagated and recorded
+    (Keras 2.0.0 - 2.0.2). A mask the user passed otherwise stays."""
+    mask = arguments.get("mask")
+    recorded = recorded_output_masks(node.input_tensors)
+    propagated = recorded if isinstance(mask, list) else recorded[:1]
+    masks = mask if isinstance(mask, list) else [mask]
+    if (len(masks) == len(propagated) and any(m is not None for m in masks)
+            and all(m is p for m, p in zip(masks, propagated))):
+        arguments = dict(arguments)
+        del arguments["mask"]
+    return arguments
+
+
 def _helper(function):
     return ast.Name(id=_HELPER_PREFIX + function.__name__, ctx=ast.Load())
 
@@ -89,6 +104,31 @@ class CopyNodeArguments(Rule):
         if _name(node.targets[0]) == "kwargs" and _is_attribute(node.value, "node", "arguments"):
             node.value = ast.copy_location(_call(ast.Name(id="dict", ctx=ast.Load()), node.value),
                                            node.value)
+            return self.rewritten(node)
+        return node
+
+
+class PropagatedMaskNotPassedBack(Rule):
+    """`kwargs = dict(node.arguments)` -> `kwargs = without_propagated_mask(dict(node.arguments), node)`.
+
+    `Layer.__call__` of Keras 2.0.0 - 2.0.2 records the mask it propagated
+    from the inputs among the node's call arguments (2.0.3 records only the
+    caller's). Calling the model on new tensors passed that mask, a tensor
+    of the original graph, back to the layer (`You must feed a value for
+    placeholder tensor`); without it, `run_internal_graph` passes the new
+    inputs' masks. Applies after CopyNodeArguments.
+    """
+
+    helpers = (without_propagated_mask,)
+
+    def visit_Assign(self, node):
+        value = node.value
+        if (_name(node.targets[0]) == "kwargs" and isinstance(value, ast.Call)
+                and _name(value.func) == "dict" and len(value.args) == 1
+                and _is_attribute(value.args[0], "node", "arguments")):
+            node.value = ast.copy_location(
+                _call(_helper(without_propagated_mask), value, ast.Name(id="node", ctx=ast.Load())),
+                value)
             return self.rewritten(node)
         return node
 

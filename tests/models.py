@@ -11,6 +11,9 @@ CLONES = VERSION >= (2, 0, 7)  # clone_model exists
 # the next layer cannot read its second output's mask (IndexError), fix or
 # no fix, so such models cannot be built there.
 MULTI_OUTPUT_BUILDS = VERSION >= (2, 0, 7)
+# Layer.__call__ of 2.0.0 - 2.0.2 records the propagated mask in the node's
+# call arguments: unpatched, a masked model cannot be called on new tensors.
+MASK_RECORDED_IN_ARGUMENTS = (2, 0, 0) <= VERSION < (2, 0, 3)
 # What the unpatched release gets wrong (measured, see README).
 LAMBDA_BROKEN = (2, 0, 7) <= VERSION < (2, 2, 5)   # clone: a two-output layer without masks
 MASKING_BROKEN = AFFECTED                          # clone: a two-output layer with masking

@@ -20,7 +20,8 @@ import numpy  # noqa: E402
 from keras import backend as K  # noqa: E402
 from keras.layers import Lambda  # noqa: E402
 from models import (  # noqa: E402
-    AFFECTED, CLONES, LAMBDA_CALL_BROKEN, MULTI_OUTPUT_BUILDS, SplitOutputs, assert_close, assert_predicts_like,
+    AFFECTED, CLONES, LAMBDA_CALL_BROKEN, MASK_RECORDED_IN_ARGUMENTS, MULTI_OUTPUT_BUILDS,
+    SplitOutputs, assert_close, assert_predicts_like,
     assert_same_predictions, call_on_new_inputs, copy_weights, data_for, embedded, embedding_lstm,
     embedding_lstm_called_with_keywords, features, lstm, padded_tokens, predict, tokens,
     two_inputs_concatenated)
@@ -103,7 +104,8 @@ def test_shared_model_called_twice_uses_each_calls_own_mask(request, clone_mode)
     """A masked model called on two inputs, as the two sides of a siamese
     network: unpatched, the second call used the mask that the first wrote
     into the original's node arguments."""
-    expect_upstream_failure(request, clone_mode, AFFECTED, "keras " + keras.__version__)
+    expect_upstream_failure(request, clone_mode, AFFECTED, "keras " + keras.__version__,
+                            raises=Exception)  # 2.0.0 - 2.0.2: InvalidArgumentError, a placeholder
     encoder = embedding_lstm_called_with_keywords()
     first, second = tokens("first"), tokens("second")
     siamese = Model([first, second], [encoder(first), encoder(second)])
@@ -182,6 +184,8 @@ def called_once_on_new_inputs(build, fix):
     return graph_operations() - before, predict(outer, data_for(model))
 
 
+@pytest.mark.skipif(MASK_RECORDED_IN_ARGUMENTS, reason="unpatched, keras 2.0.0 - 2.0.2 cannot "
+                    "call these masked models on new tensors at all (the shared-model test)")
 @pytest.mark.parametrize("build", UNCHANGED, ids=[case.__name__ for case in UNCHANGED])
 def test_without_multi_output_layers_calls_build_the_same_graph(restore_fix_state, build):
     """Models without multi-output layers, called once on new tensors: the
