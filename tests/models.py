@@ -11,6 +11,17 @@ LAMBDA_BROKEN = (2, 0, 7) <= VERSION < (2, 2, 5)   # clone: a two-output layer w
 MASKING_BROKEN = AFFECTED                          # clone: a two-output layer with masking
 NESTED_MASK_BROKEN = (2, 2, 5) <= VERSION < (2, 4, 0)  # clone: masks of nested models lost
 LAMBDA_CALL_BROKEN = (2, 0, 7) <= VERSION < (2, 1, 6)  # call on new tensors: the same
+# RNN.__call__ records initial_state and constants (tensors of the model's
+# graph) in the node's arguments and makes them node inputs too: clone_model
+# passes them twice (AssertionError in _standardize_args).
+STATE_ARGUMENTS_RECORDED = (2, 1, 0) <= VERSION < (2, 2, 5)
+# Calling such a model on new tensors ran RNN.call with the recorded states
+# (the original graph's); from 2.2 RNN.call takes them from its inputs.
+STATE_ARGUMENTS_CALL_BROKEN = (2, 1, 0) <= VERSION < (2, 2, 0)
+# RNN cells whose call takes constants.
+HAS_RNN_CONSTANTS = VERSION >= (2, 1, 0)
+# ConvLSTM2D called with initial_state cannot be built (keras#9761).
+CONV_LSTM_STATE_UNBUILDABLE = (2, 1, 5) <= VERSION < (2, 4, 0)
 # Keras before 2.2 cannot call a model on a masked tensor ("Layer input_1
 # does not support masking"), fix or no fix.
 NESTS_ON_MASKED_TENSORS = VERSION >= (2, 2, 0)
@@ -174,3 +185,20 @@ def model_nodes(model):
 def node_arguments(model):
     """(node, a copy of its call arguments) for every node of `model`."""
     return [(node, dict(node.arguments or {})) for node in model_nodes(model)]
+
+
+def seq2seq(units=5):
+    """Keras's examples/lstm_seq2seq.py: the encoder's last states start the decoder."""
+    encoder_inputs = keras.layers.Input(shape=(None, 3), name="encoder_inputs")
+    decoder_inputs = keras.layers.Input(shape=(None, 4), name="decoder_inputs")
+    _, state_h, state_c = keras.layers.LSTM(units, return_state=True)(encoder_inputs)
+    decoded = keras.layers.LSTM(units, return_sequences=True)(
+        decoder_inputs, initial_state=[state_h, state_c])
+    outputs = keras.layers.Dense(4, activation="softmax")(decoded)
+    return keras.models.Model([encoder_inputs, decoder_inputs], outputs)
+
+
+def seq2seq_data(seed=0, batch=4):
+    random = numpy.random.RandomState(seed)
+    return [random.normal(size=(batch, STEPS, 3)).astype("float32"),
+            random.normal(size=(batch, STEPS + 1, 4)).astype("float32")]
