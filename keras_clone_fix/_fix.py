@@ -318,6 +318,19 @@ def _check_source_is_running_code(definition, original):
             "its source in {} does not match the running code".format(code.co_filename))
 
 
+def apply_rules(definition, rules):
+    """(definition rewritten by `rules`, the helpers it calls); raises
+    UnsupportedFunction when a rule finds nothing to rewrite."""
+    helpers = []
+    for rule_class in rules:
+        rule = rule_class()
+        definition = rule.visit(definition)
+        if not rule.found:
+            raise UnsupportedFunction("rule {} found nothing to rewrite".format(rule_class.__name__))
+        helpers.extend(rule.helpers)
+    return definition, helpers
+
+
 def build_fixed(original, rules):
     """The twin of `original` with `rules` (Rule classes) applied.
 
@@ -326,13 +339,7 @@ def build_fixed(original, rules):
     """
     definition = _function_def(original)
     _check_source_is_running_code(definition, original)
-    helpers = []
-    for rule_class in rules:
-        rule = rule_class()
-        definition = rule.visit(definition)
-        if not rule.found:
-            raise UnsupportedFunction("rule {} found nothing to rewrite".format(rule_class.__name__))
-        helpers.extend(rule.helpers)
+    definition, helpers = apply_rules(definition, rules)
 
     # Nest the def in a factory so the helpers arrive as closure variables:
     # the function's module gains no name of ours.

@@ -12,14 +12,21 @@ MASKING_BROKEN = AFFECTED                          # clone: a two-output layer w
 NESTED_MASK_BROKEN = (2, 2, 5) <= VERSION < (2, 4, 0)  # clone: masks of nested models lost
 LAMBDA_CALL_BROKEN = (2, 0, 7) <= VERSION < (2, 1, 6)  # call on new tensors: the same
 # RNN.__call__ records initial_state and constants (tensors of the model's
-# graph) in the node's arguments and makes them node inputs too: clone_model
-# passes them twice (AssertionError in _standardize_args).
-STATE_ARGUMENTS_RECORDED = (2, 1, 0) <= VERSION < (2, 2, 5)
-# Calling such a model on new tensors ran RNN.call with the recorded states
-# (the original graph's); from 2.2 RNN.call takes them from its inputs.
-STATE_ARGUMENTS_CALL_BROKEN = (2, 1, 0) <= VERSION < (2, 2, 0)
-# RNN cells whose call takes constants.
-HAS_RNN_CONSTANTS = VERSION >= (2, 1, 0)
+# graph) in the node's arguments and makes them node inputs too (2.0.9, the
+# RNN rewrite, to 2.2.4; 2.2.5 pops them; 2.0.7-2.0.8 record only
+# non-Keras-tensor states): clone_model passes them twice (AssertionError in
+# _standardize_args). Measured on 2.1.6 and 2.2.4 (broken), 2.3.1 (not).
+STATE_ARGUMENTS_RECORDED = (2, 0, 9) <= VERSION < (2, 2, 5)
+# Calling such a model on new tensors ran RNN.call with the recorded states,
+# the original graph's; from 2.2.3 RNN.call takes them from its list of
+# inputs. Measured on 2.1.6 (broken), 2.2.4 (not).
+STATE_ARGUMENTS_CALL_BROKEN = (2, 0, 9) <= VERSION < (2, 2, 3)
+# RNN cells whose call takes constants (the RNN rewrite, 2.0.9); RNN.call
+# takes constants from its arguments up to 2.2.4, so calling on new
+# tensors is broken as long as they are recorded.
+HAS_RNN_CONSTANTS = VERSION >= (2, 0, 9)
+# Bidirectional(...)(x, initial_state=...) (read in the sources: 2.1.3).
+BIDIRECTIONAL_TAKES_STATES = VERSION >= (2, 1, 3)
 # ConvLSTM2D called with initial_state cannot be built (keras#9761).
 CONV_LSTM_STATE_UNBUILDABLE = (2, 1, 5) <= VERSION < (2, 4, 0)
 # Keras before 2.2 cannot call a model on a masked tensor ("Layer input_1

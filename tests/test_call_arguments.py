@@ -15,7 +15,7 @@ import keras  # noqa: E402
 import numpy  # noqa: E402
 from keras import backend as K  # noqa: E402
 from models import (  # noqa: E402
-    AFFECTED, CONV_LSTM_STATE_UNBUILDABLE, HAS_RNN_CONSTANTS, STATE_ARGUMENTS_CALL_BROKEN,
+    AFFECTED, BIDIRECTIONAL_TAKES_STATES, CONV_LSTM_STATE_UNBUILDABLE, HAS_RNN_CONSTANTS, STATE_ARGUMENTS_CALL_BROKEN,
     STATE_ARGUMENTS_RECORDED, STEPS, assert_close, copy_weights, embedded, node_arguments,
     predict, seq2seq, seq2seq_data, tokens, padded_tokens)
 from test_call_on_new_tensors import two_gpus  # noqa: E402,F401 (a fixture)
@@ -182,7 +182,9 @@ def bidirectional_data(seed=0):
 ], ids=["bidirectional", "constants"])
 def test_recurrent_state_and_constants_arguments(request, clone_mode, use, build, data):
     if build is rnn_with_constants and not HAS_RNN_CONSTANTS:
-        pytest.skip("RNN constants arrived in Keras 2.1")
+        pytest.skip("RNN constants arrived in Keras 2.0.9")
+    if build is bidirectional_with_initial_state and not BIDIRECTIONAL_TAKES_STATES:
+        pytest.skip("Bidirectional takes initial_state from Keras 2.1.3")
     if use is cloned or build is rnn_with_constants:  # RNN.call takes states from its inputs
         broken = STATE_ARGUMENTS_RECORDED             # from 2.2, constants from the arguments
     else:
