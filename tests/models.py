@@ -209,3 +209,44 @@ def seq2seq_data(seed=0, batch=4):
     random = numpy.random.RandomState(seed)
     return [random.normal(size=(batch, STEPS, 3)).astype("float32"),
             random.normal(size=(batch, STEPS + 1, 4)).astype("float32")]
+
+
+def called_twice(model):
+    """`model` called on two sets of new Inputs: a model of both sets of
+    inputs, with the outputs of the first call, then of the second."""
+    first, second = [[keras.layers.Input(batch_shape=K.int_shape(x), dtype=K.dtype(x))
+                      for x in model.inputs] for _ in range(2)]
+    outputs = [model(inputs if len(inputs) > 1 else inputs[0]) for inputs in (first, second)]
+    return keras.models.Model(first + second, [y for output in outputs
+                                                for y in (output if isinstance(output, list)
+                                                          else [output])])
+
+
+class ConstantsCell(keras.layers.Layer):
+    """A cell whose call takes constants: state + inputs W + constants V."""
+
+    def __init__(self, units=3, **kwargs):
+        super(ConstantsCell, self).__init__(**kwargs)
+        self.units = self.state_size = units
+
+    def build(self, input_shape):
+        step_shape, constant_shape = input_shape[0], input_shape[-1]
+        self.kernel = self.add_weight(name="kernel", shape=(step_shape[-1], self.units),
+                                      initializer="uniform")
+        self.constant_kernel = self.add_weight(name="constant_kernel",
+                                               shape=(constant_shape[-1], self.units),
+                                               initializer="uniform")
+        self.built = True
+
+    def call(self, inputs, states, constants):
+        output = states[0] + K.dot(inputs, self.kernel) + K.dot(constants[0],
+                                                                self.constant_kernel)
+        return output, [output]
+
+    def get_config(self):
+        config = super(ConstantsCell, self).get_config()
+        config["units"] = self.units
+        return config
+
+
+keras.utils.generic_utils.get_custom_objects()["ConstantsCell"] = ConstantsCell

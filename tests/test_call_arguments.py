@@ -17,7 +17,7 @@ from keras import backend as K  # noqa: E402
 from models import (  # noqa: E402
     AFFECTED, BIDIRECTIONAL_TAKES_STATES, CONV_LSTM_STATE_UNBUILDABLE, HAS_RNN_CONSTANTS, STATE_ARGUMENTS_CALL_BROKEN,
     STATE_ARGUMENTS_RECORDED, STEPS, assert_close, copy_weights, embedded, node_arguments,
-    predict, seq2seq, seq2seq_data, tokens, padded_tokens)
+    ConstantsCell, called_twice, predict, seq2seq, seq2seq_data, tokens, padded_tokens)
 from test_call_on_new_tensors import two_gpus  # noqa: E402,F401 (a fixture)
 
 Model = keras.models.Model
@@ -45,14 +45,6 @@ def cloned(model):
 def called_on_new_inputs(model):
     inputs = [Input(batch_shape=K.int_shape(x), dtype=K.dtype(x)) for x in model.inputs]
     return Model(inputs, model(inputs if len(inputs) > 1 else inputs[0]))
-
-
-def called_twice(model):
-    """model called on two sets of new inputs: outputs of the first call, then the second."""
-    first, second = [[Input(batch_shape=K.int_shape(x), dtype=K.dtype(x)) for x in model.inputs]
-                     for _ in range(2)]
-    outer = Model(first + second, [model(first), model(second)])
-    return outer
 
 
 def test_seq2seq_clone(request, clone_mode):
@@ -127,36 +119,6 @@ def bidirectional_with_initial_state():
     decoded = keras.layers.Bidirectional(keras.layers.LSTM(5, return_sequences=True))(
         decoder_inputs, initial_state=states)
     return Model([encoder_inputs, decoder_inputs], decoded)
-
-
-class ConstantsCell(keras.layers.Layer):
-    """A cell whose call takes constants: state + inputs W + constants V."""
-
-    def __init__(self, units=3, **kwargs):
-        super(ConstantsCell, self).__init__(**kwargs)
-        self.units = self.state_size = units
-
-    def build(self, input_shape):
-        step_shape, constant_shape = input_shape[0], input_shape[-1]
-        self.kernel = self.add_weight(name="kernel", shape=(step_shape[-1], self.units),
-                                      initializer="uniform")
-        self.constant_kernel = self.add_weight(name="constant_kernel",
-                                               shape=(constant_shape[-1], self.units),
-                                               initializer="uniform")
-        self.built = True
-
-    def call(self, inputs, states, constants):
-        output = states[0] + K.dot(inputs, self.kernel) + K.dot(constants[0],
-                                                                self.constant_kernel)
-        return output, [output]
-
-    def get_config(self):
-        config = super(ConstantsCell, self).get_config()
-        config["units"] = self.units
-        return config
-
-
-keras.utils.generic_utils.get_custom_objects()["ConstantsCell"] = ConstantsCell
 
 
 def rnn_with_constants():
