@@ -223,8 +223,8 @@ class MapTensorsInCallArguments(Rule):
 
     Keyword arguments may hold Keras tensors of the model's own graph: RNN
     `initial_state` and `constants`, which `RNN.__call__` records in the
-    node's arguments from 2.1 to 2.2.4, or any layer called with a tensor
-    argument. Every release passed them back as they were, so a clone or a
+    node's arguments from 2.0.9 to 2.2.4 (2.2.5 pops them), or any layer
+    called with a tensor argument (every release). Every release passed them back as they were, so a clone or a
     model called on new tensors computed from the original graph (`You must
     feed a value for placeholder tensor`). Each is replaced by the tensor
     the routine computed for it. The routines key `tensor_map` by the
@@ -265,12 +265,13 @@ class ArgumentsInInputsPassedOnce(Rule):
     """After `if node.arguments: kwargs = ...`, add
     `kwargs = arguments_not_in_inputs(kwargs, node)`.
 
-    From 2.1 to 2.2.4 `RNN.__call__` (and Bidirectional's) makes
+    From 2.0.9 to 2.2.4 `RNN.__call__` (and Bidirectional's from 2.1.3) makes
     `initial_state` and `constants` node inputs and records them in the
     node's arguments as well. The clone routine calls the new layer on all
     the node's input tensors and passed the arguments again, and the
     layer refuses them (`assert initial_state is None and constants is
-    None` in recurrent.py's `_standardize_args`). An argument whose tensors
+    None` in recurrent.py's `_standardize_args`); 2.2.5 stopped recording
+    them, and the rule then finds nothing to drop. An argument whose tensors
     are all node inputs reaches the layer once, as inputs, the way the
     release's own layer takes them apart again.
     """
