@@ -224,9 +224,10 @@ class MapTensorsInCallArguments(Rule):
     Keyword arguments may hold Keras tensors of the model's own graph: RNN
     `initial_state` and `constants`, which `RNN.__call__` records in the
     node's arguments from 2.0.9 to 2.2.4 (2.2.5 pops them), or any layer
-    called with a tensor argument (every release). Every release passed them back as they were, so a clone or a
-    model called on new tensors computed from the original graph (`You must
-    feed a value for placeholder tensor`). Each is replaced by the tensor
+    called with a tensor argument (every release). Every release passed
+    them back as they were, so a clone or a model called on new tensors
+    computed from the original graph (`You must feed a value for
+    placeholder tensor`). Each is replaced by the tensor
     the routine computed for it. The routines key `tensor_map` by the
     tensor, by `id(x)` or by `str(id(x))` depending on the release: the key
     is taken from the routine's own `if <key> in tensor_map:` test.

@@ -5,7 +5,8 @@ and without mask_zero, SplitOutputs layers with 1 - 4 outputs and every mask
 rule, Dense layers (some called with a keyword argument), merges, shared
 layers, nested models (on masked tensors too, where Keras can build
 that), LSTMs started with the states of an encoder LSTM from another branch
-(initial_state) and RNNs whose cell takes an encoder state as a constant. Every tensor it makes reaches a model output, so a clone that drops
+(initial_state) and RNNs whose cell takes an encoder state as a constant.
+Every tensor it makes reaches a model output, so a clone that drops
 an output cannot pass.
 """
 

@@ -15,9 +15,10 @@ import keras  # noqa: E402
 import numpy  # noqa: E402
 from keras import backend as K  # noqa: E402
 from models import (  # noqa: E402
-    AFFECTED, BIDIRECTIONAL_TAKES_STATES, CONV_LSTM_STATE_UNBUILDABLE, HAS_RNN_CONSTANTS, STATE_ARGUMENTS_CALL_BROKEN,
-    STATE_ARGUMENTS_RECORDED, STEPS, assert_close, copy_weights, embedded, node_arguments,
-    ConstantsCell, called_twice, predict, seq2seq, seq2seq_data, tokens, padded_tokens)
+    AFFECTED, BIDIRECTIONAL_TAKES_STATES, CONV_LSTM_STATE_UNBUILDABLE, HAS_RNN_CONSTANTS,
+    STATE_ARGUMENTS_CALL_BROKEN, STATE_ARGUMENTS_RECORDED, STEPS, ConstantsCell, assert_close,
+    called_twice, copy_weights, embedded, node_arguments, padded_tokens, predict, seq2seq,
+    seq2seq_data, tokens)
 from test_call_on_new_tensors import two_gpus  # noqa: E402,F401 (a fixture)
 
 Model = keras.models.Model

@@ -22,7 +22,8 @@ WHEELS = os.environ.get("KERAS_WHEELS")
 RELEASES = sorted(
     (tuple(int(part) for part in re.search(r"Keras-(\d+)\.(\d+)\.(\d+)-", path).groups()), path)
     for path in glob.glob(os.path.join(WHEELS or "", "Keras-*.whl")))
-pytestmark = pytest.mark.skipif(not WHEELS, reason="set KERAS_WHEELS to a directory of Keras wheels")
+pytestmark = pytest.mark.skipif(not WHEELS,
+                                reason="set KERAS_WHEELS to a directory of Keras wheels")
 
 
 def definition(source, attribute):
