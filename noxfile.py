@@ -3,6 +3,7 @@
     nox                 # every environment below (what .ci/run runs)
     nox -s demo         # the bug on Keras 2.2.4, then the fix
     nox -s full         # the long randomised differential run
+    nox -s release-sources    # every rule on the source of every release 2.0.7 - 2.3.1
     nox -s activation-model   # the long model-based test of activation
     nox -s bench        # clone-time, memory and start-up benchmarks
     nox -s startup startup-2.7   # start-up figures on Python 3.13 and 2.7
@@ -146,12 +147,30 @@ def demo(session):
 
 
 @nox.session(venv_backend="venv", python="3.7")
-@nox.parametrize("keras_version", ["2.2.4", "2.3.1"])
+@nox.parametrize("keras_version", ["2.1.6", "2.2.4", "2.3.1"])
 def full(session, keras_version):
     """The randomised differential test with 250 models."""
     install(session, *TF1, "keras==" + keras_version)
     session.run("pytest", "tests/test_random_models.py", *session.posargs,
                 env=dict(QUIET_TF, RANDOM_MODELS="250"))
+
+
+KERAS_RELEASES = ["2.0.7", "2.0.8", "2.0.9", "2.1.0", "2.1.1", "2.1.2", "2.1.3", "2.1.4",
+                  "2.1.5", "2.1.6", "2.2.0", "2.2.1", "2.2.2", "2.2.3", "2.2.4", "2.2.5",
+                  "2.3.0", "2.3.1"]
+
+
+@nox.session(name="release-sources", venv_backend="venv", python="3.7")
+def release_sources(session):
+    """Every rule of every target finds its code in the source of each of
+    the 18 releases it covers (their wheels, downloaded, not installed)."""
+    install(session)
+    wheels = os.path.join(session.create_tmp(), "keras-wheels")
+    for version in KERAS_RELEASES:
+        session.run("pip", "download", "--quiet", "--no-deps", "--dest", wheels,
+                    "keras==" + version)
+    session.run("pytest", "tests/test_release_sources.py", *session.posargs,
+                env={"KERAS_WHEELS": wheels})
 
 
 @nox.session(name="activation-model", venv_backend="venv", python="3.7")

@@ -4,9 +4,10 @@ prints figures, asserts nothing.
     nox -s bench      (Python 3.7, TensorFlow 1.15, Keras 2.2.5)
 
 The reference is Keras 2.2.5's own code, unpatched, in the same process: it
-clones and calls ResNet50 (no multi-output layers) and graphs of two-output
-Lambda layers (the case 2.2.5 fixed) correctly, so patched and reference do
-the same work. Patched and reference runs alternate, and each time is the
+clones and calls ResNet50 (no multi-output layers), graphs of two-output
+Lambda layers (the case 2.2.5 fixed) and a seq2seq-style graph (2.2.5 no
+longer records initial_state in call arguments) correctly, so patched and
+reference do the same work. Patched and reference runs alternate, and each time is the
 CPU time of one clone (or call), garbage collection kept out of it.
 """
 
@@ -25,6 +26,7 @@ from keras.layers import Add, Input, Lambda
 import keras_clone_fix
 
 REPEATS = 10
+SEQ2SEQ_REPEATS = 4  # 120 LSTMs a build: slow
 
 
 def split_graph(layers, depth=100):
@@ -38,6 +40,24 @@ def split_graph(layers, depth=100):
         for _ in range(depth // 2):
             first, second = Lambda(lambda t: [t, t * 0.5], output_shape=lambda s: [s, s])(y)
             y = Add()([first, second])
+        ends.append(y)
+    return keras.models.Model(x, Add()(ends))
+
+
+def seq2seq_graph(stages=60, per_chain=10):
+    """5 layers a stage, 302 layers in all at 60 stages: an encoder LSTM
+    (return_state) whose states start a decoder LSTM (initial_state) on
+    the encoder's sequence, two Dense and an Add; chains of `per_chain`
+    stages side by side, an Add of the chains."""
+    from keras.layers import LSTM, Dense
+    x = Input(shape=(4, 4))
+    ends = []
+    for _ in range(stages // per_chain):
+        y = x
+        for _ in range(per_chain):
+            sequence, state_h, state_c = LSTM(4, return_sequences=True, return_state=True)(y)
+            decoded = LSTM(4, return_sequences=True)(sequence, initial_state=[state_h, state_c])
+            y = Add()([Dense(4)(decoded), Dense(4)(y)])
         ends.append(y)
     return keras.models.Model(x, Add()(ends))
 
@@ -155,15 +175,21 @@ def main():
     print("| model | patched | Keras' own | ratio |\n|---|---|---|---|")
     compare("ResNet50(weights=None)", resnet50)
     compare("1,002 layers, 500 two-output", lambda: split_graph(1002))
+    compare("seq2seq-style, 302 layers, 120 LSTMs", seq2seq_graph, repeats=SEQ2SEQ_REPEATS)
     print("\ncalling the model on a new Input (run_internal_graph), median of {}:\n".format(
         REPEATS))
     print("| model | patched | Keras' own | ratio |\n|---|---|---|---|")
     compare("ResNet50(weights=None)", resnet50, call_on_new_input)
     compare("1,002 layers, 500 two-output", lambda: split_graph(1002), call_on_new_input)
+    compare("seq2seq-style, 302 layers, 120 LSTMs", seq2seq_graph, call_on_new_input,
+            repeats=SEQ2SEQ_REPEATS)
     print("\nPython function calls (sys.setprofile), the same on every run:\n")
     print("| ResNet50(weights=None) | patched | Keras' own | difference |\n|---|---|---|---|")
     compare_calls("clone_model", resnet50, keras.models.clone_model)
     compare_calls("called on a new Input", resnet50, call_on_new_input)
+    print("\n| seq2seq-style, 302 layers | patched | Keras' own | difference |\n|---|---|---|---|")
+    compare_calls("clone_model", seq2seq_graph, keras.models.clone_model)
+    compare_calls("called on a new Input", seq2seq_graph, call_on_new_input)
     scaling()
     memory()
 

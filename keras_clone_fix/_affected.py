@@ -47,7 +47,8 @@ Target = collections.namedtuple("Target", "family module attribute first past ru
 # _fix applied in this order. Every affected release aliases node.arguments.
 TARGETS = (
     Target("keras", "keras.models", "_clone_functional_model", (2, 0, 7), (2, 4, 0),
-           ("CopyNodeArguments", "LayerCallPropagatesMasks", "RecordedOutputMasks"),
+           ("CopyNodeArguments", "LayerCallPropagatesMasks", "RecordedOutputMasks",
+            "MapTensorsInCallArguments", "ArgumentsInInputsPassedOnce"),
            "clone_model of a functional model: outputs dropped, masks lost or pinned"),
     Target("keras", "keras.engine.topology", "Container.run_internal_graph", (2, 0, 0), (2, 0, 3),
            ("CopyNodeArguments", "PropagatedMaskNotPassedBack"),
@@ -59,10 +60,10 @@ TARGETS = (
            "nodes. (Layer.__call__ before 2.0.7 cannot build a multi-output layer with one "
            "mask, so OneMaskPerOutput has nothing to answer there.)"),
     Target("keras", "keras.engine.topology", "Container.run_internal_graph", (2, 0, 7), (2, 2, 0),
-           ("CopyNodeArguments", "OneMaskPerOutput"),
+           ("CopyNodeArguments", "OneMaskPerOutput", "MapTensorsInCallArguments"),
            "calling a model on new tensors (nesting, multi_gpu_model, TimeDistributed)"),
     Target("keras", "keras.engine.network", "Network.run_internal_graph", (2, 2, 0), (2, 4, 0),
-           ("CopyNodeArguments", "OneMaskPerOutput"),
+           ("CopyNodeArguments", "OneMaskPerOutput", "MapTensorsInCallArguments"),
            "calling a model on new tensors (nesting, multi_gpu_model, TimeDistributed); "
            "2.2 moved Container to keras.engine.network.Network"),
 )

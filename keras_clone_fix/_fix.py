@@ -13,6 +13,7 @@ nothing is refused (UnsupportedFunction), never half-fixed.
 """
 
 import ast
+import copy
 import inspect
 import textwrap
 import types
@@ -59,6 +60,55 @@ def without_propagated_mask(arguments, node):
         arguments = dict(arguments)
         del arguments["mask"]
     return arguments
+
+
+def _is_keras_tensor(value):
+    return hasattr(value, "_keras_history")
+
+
+def tensors_mapped(arguments, tensor_map, key):
+    """`arguments` (a layer call's keyword arguments) with every Keras tensor
+    that `tensor_map` holds, at any depth of lists, tuples and dicts,
+    replaced by its counterpart there: the tensor of a (tensor, mask) pair.
+    `key` gives a tensor's key in the map, as the routine itself keys it.
+    Tensors the map does not hold (from outside the model) stay."""
+    def mapped(value):
+        if isinstance(value, list):
+            return [mapped(item) for item in value]
+        if isinstance(value, tuple):
+            return tuple(mapped(item) for item in value)
+        if isinstance(value, dict):
+            return dict((name, mapped(item)) for name, item in value.items())
+        if _is_keras_tensor(value):
+            found = key(value)
+            if found in tensor_map:
+                counterpart = tensor_map[found]
+                return counterpart[0] if isinstance(counterpart, tuple) else counterpart
+        return value
+    return mapped(arguments)
+
+
+def _tensors_in(value):
+    """The Keras tensors in a call argument, at any depth."""
+    if isinstance(value, (list, tuple)):
+        return [tensor for item in value for tensor in _tensors_in(item)]
+    if isinstance(value, dict):
+        return [tensor for item in value.values() for tensor in _tensors_in(item)]
+    return [value] if _is_keras_tensor(value) else []
+
+
+def arguments_not_in_inputs(kwargs, node):
+    """`kwargs` without the arguments whose tensors, as `node` recorded
+    them, are all among the node's input tensors: those reach the layer as
+    inputs already."""
+    inputs = [id(tensor) for tensor in node.input_tensors]
+    recorded = node.arguments or {}
+    kept = {}
+    for name, value in kwargs.items():
+        tensors = _tensors_in(recorded.get(name))
+        if not (tensors and all(id(tensor) in inputs for tensor in tensors)):
+            kept[name] = value
+    return kept
 
 
 def _helper(function):
@@ -195,6 +245,90 @@ class OneMaskPerOutput(Rule):
         return node
 
 
+def _takes_node_arguments(statement):
+    """`if node.arguments: kwargs = ...`, how every release starts a call's
+    keyword arguments."""
+    return (isinstance(statement, ast.If) and _is_attribute(statement.test, "node", "arguments")
+            and any(isinstance(line, ast.Assign) and _name(line.targets[0]) == "kwargs"
+                    for line in statement.body))
+
+
+def _assign_kwargs(value):
+    return ast.Assign(targets=[ast.Name(id="kwargs", ctx=ast.Store())], value=value)
+
+
+class MapTensorsInCallArguments(Rule):
+    """After `if node.arguments: kwargs = ...`, add
+    `kwargs = tensors_mapped(kwargs, tensor_map, lambda x: <key>)`.
+
+    Keyword arguments may hold Keras tensors of the model's own graph: RNN
+    `initial_state` and `constants`, which `RNN.__call__` records in the
+    node's arguments from 2.0.9 to 2.2.4 (2.2.5 pops them), or any layer
+    called with a tensor argument (every release). Every release passed
+    them back as they were, so a clone or a model called on new tensors
+    computed from the original graph (`You must feed a value for
+    placeholder tensor`). Each is replaced by the tensor
+    the routine computed for it. The routines key `tensor_map` by the
+    tensor, by `id(x)` or by `str(id(x))` depending on the release: the key
+    is taken from the routine's own `if <key> in tensor_map:` test.
+    """
+
+    helpers = (tensors_mapped,)
+
+    def visit_FunctionDef(self, node):
+        keys = [test.left for test in ast.walk(node)
+                if isinstance(test, ast.Compare) and len(test.ops) == 1
+                and isinstance(test.ops[0], ast.In)
+                and _name(test.comparators[0]) == "tensor_map"
+                and "x" in [_name(name) for name in ast.walk(test.left)]]
+        if not keys or any(ast.dump(key) != ast.dump(keys[0]) for key in keys):
+            return node  # no key, or keys that disagree: found stays 0
+        self.key = ast.parse("lambda x: None", mode="eval").body
+        self.key.body = copy.deepcopy(keys[0])
+        for part in ast.walk(self.key):  # located where it is inserted
+            for attribute in ("lineno", "col_offset", "end_lineno", "end_col_offset"):
+                if hasattr(part, attribute):
+                    delattr(part, attribute)
+        return self.generic_visit(node)
+
+    def visit_If(self, node):
+        self.generic_visit(node)
+        if _takes_node_arguments(node):
+            mapped = _assign_kwargs(_call(_helper(tensors_mapped),
+                                          ast.Name(id="kwargs", ctx=ast.Load()),
+                                          ast.Name(id="tensor_map", ctx=ast.Load()),
+                                          self.key))
+            return [node, ast.copy_location(self.rewritten(mapped), node)]
+        return node
+
+
+class ArgumentsInInputsPassedOnce(Rule):
+    """After `if node.arguments: kwargs = ...`, add
+    `kwargs = arguments_not_in_inputs(kwargs, node)`.
+
+    From 2.0.9 to 2.2.4 `RNN.__call__` (and Bidirectional's from 2.1.3) makes
+    `initial_state` and `constants` node inputs and records them in the
+    node's arguments as well. The clone routine calls the new layer on all
+    the node's input tensors and passed the arguments again, and the
+    layer refuses them (`assert initial_state is None and constants is
+    None` in recurrent.py's `_standardize_args`); 2.2.5 stopped recording
+    them, and the rule then finds nothing to drop. An argument whose tensors
+    are all node inputs reaches the layer once, as inputs, the way the
+    release's own layer takes them apart again.
+    """
+
+    helpers = (arguments_not_in_inputs,)
+
+    def visit_If(self, node):
+        self.generic_visit(node)
+        if _takes_node_arguments(node):
+            kept = _assign_kwargs(_call(_helper(arguments_not_in_inputs),
+                                        ast.Name(id="kwargs", ctx=ast.Load()),
+                                        ast.Name(id="node", ctx=ast.Load())))
+            return [node, ast.copy_location(self.rewritten(kept), node)]
+        return node
+
+
 def _function_def(original):
     """The ast of `original`'s definition, at its line in its file."""
     if not isinstance(original, types.FunctionType):
@@ -226,6 +360,19 @@ def _check_source_is_running_code(definition, original):
             "its source in {} does not match the running code".format(code.co_filename))
 
 
+def apply_rules(definition, rules):
+    """(definition rewritten by `rules`, the helpers it calls); raises
+    UnsupportedFunction when a rule finds nothing to rewrite."""
+    helpers = []
+    for rule_class in rules:
+        rule = rule_class()
+        definition = rule.visit(definition)
+        if not rule.found:
+            raise UnsupportedFunction("rule {} found nothing to rewrite".format(rule_class.__name__))
+        helpers.extend(rule.helpers)
+    return definition, helpers
+
+
 def build_fixed(original, rules):
     """The twin of `original` with `rules` (Rule classes) applied.
 
@@ -234,13 +381,7 @@ def build_fixed(original, rules):
     """
     definition = _function_def(original)
     _check_source_is_running_code(definition, original)
-    helpers = []
-    for rule_class in rules:
-        rule = rule_class()
-        definition = rule.visit(definition)
-        if not rule.found:
-            raise UnsupportedFunction("rule {} found nothing to rewrite".format(rule_class.__name__))
-        helpers.extend(rule.helpers)
+    definition, helpers = apply_rules(definition, rules)
 
     # Nest the def in a factory so the helpers arrive as closure variables:
     # the function's module gains no name of ours.

@@ -19,6 +19,24 @@ LAMBDA_BROKEN = (2, 0, 7) <= VERSION < (2, 2, 5)   # clone: a two-output layer w
 MASKING_BROKEN = AFFECTED                          # clone: a two-output layer with masking
 NESTED_MASK_BROKEN = (2, 2, 5) <= VERSION < (2, 4, 0)  # clone: masks of nested models lost
 LAMBDA_CALL_BROKEN = (2, 0, 0) <= VERSION < (2, 1, 6)  # call on new tensors: the same
+# RNN.__call__ records initial_state and constants (tensors of the model's
+# graph) in the node's arguments and makes them node inputs too (2.0.9, the
+# RNN rewrite, to 2.2.4; 2.2.5 pops them; 2.0.7-2.0.8 record only
+# non-Keras-tensor states): clone_model passes them twice (AssertionError in
+# _standardize_args). Measured on 2.1.6 and 2.2.4 (broken), 2.3.1 (not).
+STATE_ARGUMENTS_RECORDED = (2, 0, 9) <= VERSION < (2, 2, 5)
+# Calling such a model on new tensors ran RNN.call with the recorded states,
+# the original graph's; from 2.2.3 RNN.call takes them from its list of
+# inputs. Measured on 2.1.6 (broken), 2.2.4 (not).
+STATE_ARGUMENTS_CALL_BROKEN = (2, 0, 9) <= VERSION < (2, 2, 3)
+# RNN cells whose call takes constants (the RNN rewrite, 2.0.9); RNN.call
+# takes constants from its arguments up to 2.2.4, so calling on new
+# tensors is broken as long as they are recorded.
+HAS_RNN_CONSTANTS = VERSION >= (2, 0, 9)
+# Bidirectional(...)(x, initial_state=...) (read in the sources: 2.1.3).
+BIDIRECTIONAL_TAKES_STATES = VERSION >= (2, 1, 3)
+# ConvLSTM2D called with initial_state cannot be built (keras#9761).
+CONV_LSTM_STATE_UNBUILDABLE = (2, 1, 5) <= VERSION < (2, 4, 0)
 # Keras before 2.2 cannot call a model on a masked tensor ("Layer input_1
 # does not support masking"), fix or no fix.
 NESTS_ON_MASKED_TENSORS = VERSION >= (2, 2, 0)
@@ -182,3 +200,61 @@ def model_nodes(model):
 def node_arguments(model):
     """(node, a copy of its call arguments) for every node of `model`."""
     return [(node, dict(node.arguments or {})) for node in model_nodes(model)]
+
+
+def seq2seq(units=5):
+    """Keras's examples/lstm_seq2seq.py: the encoder's last states start the decoder."""
+    encoder_inputs = keras.layers.Input(shape=(None, 3), name="encoder_inputs")
+    decoder_inputs = keras.layers.Input(shape=(None, 4), name="decoder_inputs")
+    _, state_h, state_c = keras.layers.LSTM(units, return_state=True)(encoder_inputs)
+    decoded = keras.layers.LSTM(units, return_sequences=True)(
+        decoder_inputs, initial_state=[state_h, state_c])
+    outputs = keras.layers.Dense(4, activation="softmax")(decoded)
+    return keras.models.Model([encoder_inputs, decoder_inputs], outputs)
+
+
+def seq2seq_data(seed=0, batch=4):
+    random = numpy.random.RandomState(seed)
+    return [random.normal(size=(batch, STEPS, 3)).astype("float32"),
+            random.normal(size=(batch, STEPS + 1, 4)).astype("float32")]
+
+
+def called_twice(model):
+    """`model` called on two sets of new Inputs: a model of both sets of
+    inputs, with the outputs of the first call, then of the second."""
+    first, second = [[keras.layers.Input(batch_shape=K.int_shape(x), dtype=K.dtype(x))
+                      for x in model.inputs] for _ in range(2)]
+    outputs = [model(inputs if len(inputs) > 1 else inputs[0]) for inputs in (first, second)]
+    return keras.models.Model(first + second, [y for output in outputs
+                                                for y in (output if isinstance(output, list)
+                                                          else [output])])
+
+
+class ConstantsCell(keras.layers.Layer):
+    """A cell whose call takes constants: state + inputs W + constants V."""
+
+    def __init__(self, units=3, **kwargs):
+        super(ConstantsCell, self).__init__(**kwargs)
+        self.units = self.state_size = units
+
+    def build(self, input_shape):
+        step_shape, constant_shape = input_shape[0], input_shape[-1]
+        self.kernel = self.add_weight(name="kernel", shape=(step_shape[-1], self.units),
+                                      initializer="uniform")
+        self.constant_kernel = self.add_weight(name="constant_kernel",
+                                               shape=(constant_shape[-1], self.units),
+                                               initializer="uniform")
+        self.built = True
+
+    def call(self, inputs, states, constants):
+        output = states[0] + K.dot(inputs, self.kernel) + K.dot(constants[0],
+                                                                self.constant_kernel)
+        return output, [output]
+
+    def get_config(self):
+        config = super(ConstantsCell, self).get_config()
+        config["units"] = self.units
+        return config
+
+
+keras.utils.generic_utils.get_custom_objects()["ConstantsCell"] = ConstantsCell

@@ -3,8 +3,10 @@
 Each model is a DAG over (batch, STEPS, 3) tensors: Embedding inputs with
 and without mask_zero, SplitOutputs layers with 1 - 4 outputs and every mask
 rule, Dense layers (some called with a keyword argument), merges, shared
-layers and nested models (on masked tensors too, where Keras can build
-that). Every tensor it makes reaches a model output, so a clone that drops
+layers, nested models (on masked tensors too, where Keras can build
+that), LSTMs started with the states of an encoder LSTM from another branch
+(initial_state) and RNNs whose cell takes an encoder state as a constant.
+Every tensor it makes reaches a model output, so a clone that drops
 an output cannot pass.
 """
 
@@ -14,8 +16,9 @@ import random
 import keras
 
 from models import (
-    LAMBDA_BROKEN, MASKING_BROKEN, NESTED_MASK_BROKEN, NESTS_ON_MASKED_TENSORS, SplitOutputs,
-    features, lstm, tokens)
+    HAS_RNN_CONSTANTS, LAMBDA_BROKEN, MASKING_BROKEN, NESTED_MASK_BROKEN,
+    NESTS_ON_MASKED_TENSORS, STATE_ARGUMENTS_RECORDED, ConstantsCell, SplitOutputs, features,
+    lstm, tokens)
 
 MAX_OUTPUTS = 4
 
@@ -33,13 +36,14 @@ class RandomModel(object):
         self.features = set()        # what this model contains, for the report
         self.breaks_upstream = False  # the unpatched release cannot clone it
         self.unpatched_may_differ = False  # its unpatched clone may predict otherwise
+        self.state_arguments = False  # the unpatched release refuses to clone it
         self.inputs, self.open = [], []
         self.layers = []             # (layer, takes masked input?) for sharing
         for index in range(self.random.randint(1, 2)):
             self._add_input(index)
         for _ in range(self.random.randint(2, 6)):
             self.random.choice([self._split, self._split, self._dense, self._recurrent,
-                                self._merge, self._share, self._nest])()
+                                self._merge, self._share, self._nest, self._started])()
         self.model = keras.models.Model(self.inputs, [lstm(y.value) for y in self._outputs()])
 
     def _add_input(self, index):
@@ -101,6 +105,28 @@ class RandomModel(object):
             self.features.add("called with a keyword")
             self._call(keras.layers.LSTM(3, return_sequences=True), inputs, "pass",
                        training=False)
+
+    def _started(self):
+        """An encoder LSTM's last states start an LSTM (initial_state) or
+        are the constants of an RNN, on another open tensor where there is one."""
+        encoded = self._take()
+        if not encoded:
+            return
+        sequence, state_h, state_c = keras.layers.LSTM(
+            3, return_sequences=True, return_state=True)(encoded[0].value)
+        started = self._take() or [Tensor(sequence, encoded[0].masked)]
+        if started[0].value is not sequence:
+            self.open.append(Tensor(sequence, encoded[0].masked))
+        if HAS_RNN_CONSTANTS and self.random.random() < 0.4:
+            self.features.add("rnn called with constants")
+            layer = keras.layers.RNN(ConstantsCell(3), return_sequences=True)
+            arguments = dict(initial_state=[state_c], constants=[state_h])
+        else:
+            self.features.add("lstm called with initial_state")
+            layer = keras.layers.LSTM(3, return_sequences=True)
+            arguments = dict(initial_state=[state_h, state_c])
+        self.state_arguments |= STATE_ARGUMENTS_RECORDED
+        self._call(layer, started, "pass", **arguments)
 
     def _merge(self):
         inputs = self._take(2)

@@ -165,3 +165,61 @@ def test_refuses_code_without_source():
     exec("def made_at_run_time(layer):\n    return layer\n", namespace)
     with pytest.raises(UnsupportedFunction, match="source is not available"):
         build_fixed(namespace["made_at_run_time"], [_fix.OneMaskPerOutput])
+
+
+class Tensor(object):
+    """A Keras tensor for these tests: it has a _keras_history."""
+    _keras_history = None
+
+
+def step_with_arguments(node, layer, tensor_map):
+    """A node of a rebuild loop keyed like run_internal_graph in 2.1 - 2.2."""
+    computed_data = []
+    for x in node.input_tensors:
+        if str(id(x)) in tensor_map:
+            computed_data.append(tensor_map[str(id(x))])
+    if node.arguments:
+        kwargs = node.arguments
+    else:
+        kwargs = {}
+    return layer([y for y, _ in computed_data], **kwargs)
+
+
+def called_with(inputs, **kwargs):
+    return inputs, kwargs
+
+
+def test_map_tensors_in_call_arguments():
+    old_input, old_state, outside = Tensor(), Tensor(), Tensor()
+    new_input, new_state = Tensor(), Tensor()
+    tensor_map = {str(id(old_input)): (new_input, None), str(id(old_state)): (new_state, "mask")}
+    node = Node({"initial_state": [old_state, outside], "nested": {"a": (old_state,)},
+                 "training": False})
+    node.input_tensors = [old_input]
+    fixed = build_fixed(step_with_arguments, [_fix.MapTensorsInCallArguments])
+    inputs, kwargs = fixed(node, called_with, tensor_map)
+    assert inputs == [new_input]
+    assert kwargs == {"initial_state": [new_state, outside], "nested": {"a": (new_state,)},
+                      "training": False}
+    assert node.arguments["initial_state"] == [old_state, outside]
+
+
+def test_arguments_in_inputs_passed_once():
+    old_input, old_state, other = Tensor(), Tensor(), Tensor()
+    tensor_map = {str(id(old_input)): (1, None), str(id(old_state)): (2, None)}
+    node = Node({"initial_state": [old_state], "other": other, "training": True})
+    node.input_tensors = [old_input, old_state]
+    fixed = build_fixed(step_with_arguments, [_fix.ArgumentsInInputsPassedOnce,
+                                              _fix.MapTensorsInCallArguments])
+    assert fixed(node, called_with, tensor_map) == ([1, 2], {"other": other, "training": True})
+
+
+def no_key_test(node, layer, tensor_map):
+    if node.arguments:
+        kwargs = node.arguments
+    return layer(**kwargs)
+
+
+def test_map_tensors_needs_the_routines_key():
+    with pytest.raises(UnsupportedFunction, match="MapTensorsInCallArguments"):
+        build_fixed(no_key_test, [_fix.MapTensorsInCallArguments])

@@ -2,7 +2,8 @@
 
 Patched, the clone, the clone of the clone and the clone nested in a new
 model all predict what the model predicts, and the model is left as it was
-(its layers' call arguments, and it still nests). Unpatched, each model's
+(its layers' call arguments, and it still nests, also twice on different
+inputs). Unpatched, each model's
 first clone either predicts the same too, or (when it has a multi-output
 layer the release mishandles) fails as the bug does.
 RANDOM_MODELS=N sets how many seeds run (default 12; `nox -s full`: 250).
@@ -20,7 +21,8 @@ skip_module_unless_affected()
 
 import keras  # noqa: E402
 from models import (  # noqa: E402
-    assert_predicts_like, assert_same_predictions, call_on_new_inputs, data_for, node_arguments)
+    assert_close, assert_predicts_like, assert_same_predictions, call_on_new_inputs, called_twice,
+    data_for, node_arguments, predict)
 from random_models import RandomModel  # noqa: E402
 
 SHAPES = collections.Counter()  # feature -> models; read by conftest
@@ -40,14 +42,21 @@ def test_random_model(seed):
     assert_predicts_like(model, call_on_new_inputs(clone), data)
     assert node_arguments(model) == arguments
     assert_predicts_like(model, call_on_new_inputs(model), data)
+    other = data_for(model, seed + 100)
+    assert_close(predict(model, data) + predict(model, other),
+                 predict(called_twice(model), data + other))
 
     # Last: an unpatched clone may write its masks into the model.
     keras_clone_fix.unpatch()
-    if generated.breaks_upstream:
+    if generated.state_arguments:  # _standardize_args: initial_state and constants given twice
+        with pytest.raises(AssertionError):
+            keras.models.clone_model(model)
+    elif generated.breaks_upstream:
         with pytest.raises(AssertionError, match="Could not compute output"):
             keras.models.clone_model(model)
     elif not generated.unpatched_may_differ:
         assert_same_predictions(model, keras.models.clone_model(model), data)
 
+    broken = generated.breaks_upstream or generated.state_arguments
     SHAPES.update(generated.features | {"models", "broken upstream"
-                                        if generated.breaks_upstream else "clean upstream"})
+                                        if broken else "clean upstream"})
