@@ -51,11 +51,11 @@ TARGETS = (
             "MapTensorsInCallArguments", "ArgumentsInInputsPassedOnce"),
            "clone_model of a functional model: outputs dropped, masks lost or pinned"),
     Target("keras", "keras.engine.topology", "Container.run_internal_graph", (2, 0, 0), (2, 0, 3),
-           ("CopyNodeArguments", "PropagatedMaskNotPassedBack"),
+           ("CopyNodeArguments", "PropagatedMaskNotPassedBack", "MapTensorsInCallArguments"),
            "calling a model on new tensors: each call's masks written into the original's "
            "nodes, and the masks Layer.__call__ recorded there passed back"),
     Target("keras", "keras.engine.topology", "Container.run_internal_graph", (2, 0, 3), (2, 0, 7),
-           ("CopyNodeArguments",),
+           ("CopyNodeArguments", "MapTensorsInCallArguments"),
            "calling a model on new tensors: each call's masks written into the original's "
            "nodes. (Layer.__call__ before 2.0.7 cannot build a multi-output layer with one "
            "mask, so OneMaskPerOutput has nothing to answer there.)"),
