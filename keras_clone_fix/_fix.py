@@ -142,18 +142,23 @@ class Rule(ast.NodeTransformer):
 
 
 class CopyNodeArguments(Rule):
-    """`kwargs = node.arguments` -> `kwargs = dict(node.arguments)`.
+    """`kwargs = node.arguments` -> `kwargs = dict(node.arguments)`; in
+    tf.keras 1.14, `kwargs = node.arguments or {}` -> `dict(node.arguments or {})`.
 
     Every affected release takes the original node's dict of call arguments
-    and then stores `kwargs['mask'] = ...` into it: cloning, or calling a
-    model on new tensors, wrote into the original model, and later calls
-    used the mask of an earlier one.
+    and then stores `kwargs['mask'] = ...` into it (tf.keras:
+    `kwargs.setdefault('mask', ...)`, and the same for `training`): cloning,
+    or calling a model on new tensors, wrote into the original model, and
+    later calls used the mask of an earlier one.
     """
 
     def visit_Assign(self, node):
-        if _name(node.targets[0]) == "kwargs" and _is_attribute(node.value, "node", "arguments"):
-            node.value = ast.copy_location(_call(ast.Name(id="dict", ctx=ast.Load()), node.value),
-                                           node.value)
+        value = node.value
+        arguments = (value.values[0] if isinstance(value, ast.BoolOp)
+                     and isinstance(value.op, ast.Or) else value)
+        if _name(node.targets[0]) == "kwargs" and _is_attribute(arguments, "node", "arguments"):
+            node.value = ast.copy_location(_call(ast.Name(id="dict", ctx=ast.Load()), value),
+                                           value)
             return self.rewritten(node)
         return node
 
