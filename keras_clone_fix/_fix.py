@@ -143,7 +143,8 @@ class Rule(ast.NodeTransformer):
 
 class CopyNodeArguments(Rule):
     """`kwargs = node.arguments` -> `kwargs = dict(node.arguments)`; in
-    tf.keras 1.14, `kwargs = node.arguments or {}` -> `dict(node.arguments or {})`.
+    tf.keras of TensorFlow 1.14, `kwargs = node.arguments or {}` ->
+    `kwargs = dict(node.arguments or {})`.
 
     Every affected release takes the original node's dict of call arguments
     and then stores `kwargs['mask'] = ...` into it (tf.keras:
