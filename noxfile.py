@@ -44,6 +44,10 @@ ENVIRONMENTS = {
                                    "h5py<3"], QUIET_TF),
     "keras-2.2.4-theano": ("3.7", ["theano==1.0.4", "keras==2.2.4", "numpy<1.19", "scipy<1.6",
                                    "h5py<3"], THEANO),
+    # TensorFlow 1.12 has no Python 3.7 wheels; on 3.6, pins of what dropped 3.6.
+    "tf-1.12": ("3.6", ["tensorflow==1.12.3", "tensorboard==1.12.2", "numpy==1.16.6",
+                        "termcolor==1.1.0", "grpcio==1.26.0", "protobuf==3.19.6", "h5py==2.10.0",
+                        "wheel==0.37.1"], QUIET_TF),
     "tf-1.13": ("3.7", ["tensorflow==1.13.2", "protobuf<3.21", "h5py<3"], QUIET_TF),
     "tf-1.14": ("3.7", ["tensorflow==1.14.0", "protobuf<3.21", "h5py<3"], QUIET_TF),
     "keras-3-tf-2.21": ("3.11", ["tensorflow-cpu==2.21.*", "keras>=3"], QUIET_TF),
@@ -80,6 +84,8 @@ def built_wheel():
 
 def install(session, *requirements):
     if session.python == "3.6":
+        # venv's pip 18 on 3.6 picks releases that need a newer Python.
+        session.install("pip==21.3.1")
         requirements += ("hypothesis", "-c", os.path.join(ROOT, ".ci", "py36-constraints.txt"))
     elif session.python == "2.7":
         # The tests make an interpreter without our .pth; 2.7 has no venv.

@@ -34,10 +34,10 @@ RELEASES = {
          "Keras 3 clones models with new code that is not affected"),
     ),
     "tensorflow": (
-        ((0, 0, 0), (1, 13, 0), False,
-         "tf.keras before TensorFlow 1.13 has the same bugs, but this release of "
+        ((0, 0, 0), (1, 12, 0), False,
+         "tf.keras before TensorFlow 1.12 has the same bugs, but this release of "
          "keras-clone-fix does not patch it yet: its module paths and routines differ"),
-        ((1, 13, 0), (1, 15, 0), True,
+        ((1, 12, 0), (1, 15, 0), True,
          "tf.keras's Network._run_internal_graph writes each call's mask and training "
          "flag into the original's node arguments (kwargs.setdefault): a shared or "
          "nested model's later calls use an earlier call's mask"),
@@ -74,7 +74,7 @@ TARGETS = (
            "calling a model on new tensors (nesting, multi_gpu_model, TimeDistributed); "
            "2.2 moved Container to keras.engine.network.Network"),
     Target("tensorflow", "tensorflow.python.keras.engine.network", "Network._run_internal_graph",
-           (1, 13, 0), (1, 15, 0), ("CopyNodeArguments",),
+           (1, 12, 0), (1, 15, 0), ("CopyNodeArguments",),
            "calling a tf.keras model on new tensors: each call's mask pinned in the "
            "original's nodes. (Its clone routine only reads node.arguments.)"),
 )

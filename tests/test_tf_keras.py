@@ -1,5 +1,5 @@
 """tf.keras of TensorFlow 1.x (not the `keras` package): a model called on
-new tensors. Runs where TensorFlow 1.13 – 1.14 (patched) or 1.15 (correct,
+new tensors. Runs where TensorFlow 1.12 – 1.14 (patched) or 1.15 (correct,
 left alone) is installed. Each case runs patched and unpatched; where the
 release has the bug, unpatched is a strict xfail.
 """
@@ -19,8 +19,8 @@ import numpy  # noqa: E402
 import tensorflow  # noqa: E402
 
 TF = tuple(int(part) for part in tensorflow.__version__.split(".")[:2])
-if not (1, 13) <= TF < (2, 0):
-    pytest.skip("needs tf.keras of TensorFlow 1.13 - 1.15", allow_module_level=True)
+if not (1, 12) <= TF < (2, 0):
+    pytest.skip("needs tf.keras of TensorFlow 1.12 - 1.15", allow_module_level=True)
 
 keras = tensorflow.keras
 PATCHED_HERE = TF < (1, 15)  # 1.15 copies the call arguments itself
@@ -39,7 +39,7 @@ def tokens():
 
 def masked_encoder():
     """Embedding(mask_zero) -> LSTM called with training=False: its node
-    keeps a dict of call arguments, which 1.13 - 1.14 write each call's mask into."""
+    keeps a dict of call arguments, which 1.12 - 1.14 write each call's mask into."""
     x = tokens()
     embedded = keras.layers.Embedding(20, 4, mask_zero=True)(x)
     return keras.models.Model(x, keras.layers.LSTM(3)(embedded, training=False))
@@ -55,7 +55,7 @@ def padded_tokens(seed):
 
 
 def test_shared_masked_model_called_twice_uses_each_calls_own_mask(request, clone_mode):
-    """The two sides of a siamese network: unpatched, 1.13 - 1.14's second call
+    """The two sides of a siamese network: unpatched, 1.12 - 1.14's second call
     used the first call's mask, silently."""
     expect_upstream_failure(request, clone_mode, PATCHED_HERE, "tensorflow " + tensorflow.__version__)
     encoder = masked_encoder()
