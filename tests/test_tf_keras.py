@@ -1,5 +1,5 @@
 """tf.keras of TensorFlow 1.x (not the `keras` package): a model called on
-new tensors. Runs where TensorFlow 1.12 – 1.14 (patched) or 1.15 (correct,
+new tensors. Runs where TensorFlow 1.12 - 1.14 (patched) or 1.15 (correct,
 left alone) is installed. Each case runs patched and unpatched; where the
 release has the bug, unpatched is a strict xfail.
 """
