@@ -28,8 +28,8 @@ ROOT = os.path.dirname(os.path.abspath(__file__))
 DIST = os.path.join(ROOT, ".nox", "dist")
 TF1 = ["tensorflow==1.15.5", "protobuf<3.21", "h5py<3"]
 QUIET_TF = {"TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONWARNINGS": "ignore::DeprecationWarning,ignore::FutureWarning"}
-# Theano compiles each model: fewer random models.
-THEANO = dict(QUIET_TF, KERAS_BACKEND="theano", RANDOM_MODELS="4")
+# Theano compiles each model: fewer random models and activation sequences.
+THEANO = dict(QUIET_TF, KERAS_BACKEND="theano", RANDOM_MODELS="4", ACTIVATION_SEQUENCES="10")
 
 # id: (python, requirements, environment variables)
 ENVIRONMENTS = {
