@@ -75,7 +75,8 @@ def behaviour(keras):
     model whose two-output layer passes one mask: every affected release
     fails both ("Could not compute output", "Layers should have equal
     number of output tensors and output masks"). Built in a new graph each
-    time, and not run: this is about which code runs, cheaply."""
+    time, and not run: this is about which code runs, cheaply. (Before
+    2.0.7, which cannot build that model, a shared model is run instead.)"""
     import models
     backend = keras.backend
     if hasattr(backend, "clear_session"):  # Theano has none
