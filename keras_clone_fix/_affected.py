@@ -34,13 +34,13 @@ RELEASES = {
          "Keras 3 clones models with new code that is not affected"),
     ),
     "tensorflow": (
-        ((0, 0, 0), (1, 12, 0), False,
-         "tf.keras before TensorFlow 1.12 has the same bugs, but this release of "
-         "keras-clone-fix does not patch it yet: its module paths and routines differ"),
-        ((1, 12, 0), (1, 15, 0), True,
-         "tf.keras's Network._run_internal_graph writes each call's mask and training "
-         "flag into the original's node arguments (kwargs.setdefault): a shared or "
-         "nested model's later calls use an earlier call's mask"),
+        ((0, 0, 0), (1, 4, 0), False,
+         "TensorFlow before 1.4 has no tf.keras (only tf.contrib.keras): not examined"),
+        ((1, 4, 0), (1, 15, 0), True,
+         "tf.keras's routine that calls a model on new tensors writes each call's mask "
+         "into the original's node arguments: a shared or nested model's later calls use "
+         "an earlier call's mask; before 1.11 it and the clone routine also pass back "
+         "recorded tensors of the original graph, and before 1.9 they drop outputs"),
         ((1, 15, 0), None, False,
          "tf.keras of TensorFlow 1.15 and 2.x copies the call arguments: correct"),
     ),
@@ -52,10 +52,13 @@ Target = collections.namedtuple("Target", "family module attribute first past ru
 # What is patched: each target (a function, or Class.method, of a module of
 # the family) on the family's releases [first, past), with the rules of
 # _fix applied in this order. Every affected release aliases node.arguments.
+CLONE_RULES = ("CopyNodeArguments", "LayerCallPropagatesMasks", "RecordedOutputMasks",
+               "MapTensorsInCallArguments", "ArgumentsInInputsPassedOnce")
+# tf.keras before 1.9 kept one mask when compute_mask returned None for several outputs.
+NETWORK_RULES_BEFORE_1_9 = ("CopyNodeArguments", "OneMaskPerOutput", "MapTensorsInCallArguments")
 TARGETS = (
     Target("keras", "keras.models", "_clone_functional_model", (2, 0, 7), (2, 4, 0),
-           ("CopyNodeArguments", "LayerCallPropagatesMasks", "RecordedOutputMasks",
-            "MapTensorsInCallArguments", "ArgumentsInInputsPassedOnce"),
+           CLONE_RULES,
            "clone_model of a functional model: outputs dropped, masks lost or pinned"),
     Target("keras", "keras.engine.topology", "Container.run_internal_graph", (2, 0, 0), (2, 0, 3),
            ("CopyNodeArguments", "PropagatedMaskNotPassedBack", "MapTensorsInCallArguments"),
@@ -73,10 +76,38 @@ TARGETS = (
            ("CopyNodeArguments", "OneMaskPerOutput", "MapTensorsInCallArguments"),
            "calling a model on new tensors (nesting, multi_gpu_model, TimeDistributed); "
            "2.2 moved Container to keras.engine.network.Network"),
+    # tf.keras: the same routines, moved from module to module by TensorFlow.
+    Target("tensorflow", "tensorflow.python.keras._impl.keras.models", "_clone_functional_model",
+           (1, 4, 0), (1, 9, 0), CLONE_RULES,
+           "tf.keras's clone routine (used by model_to_estimator) is the Keras 2.0.8 one, with "
+           "tf.keras's masks recorded on the tensors"),
+    Target("tensorflow", "tensorflow.python.keras.models", "_clone_functional_model",
+           (1, 9, 0), (1, 11, 0), CLONE_RULES,
+           "the clone routine, moved out of _impl in 1.9"),
+    Target("tensorflow", "tensorflow.python.keras.models", "_clone_functional_model",
+           (1, 11, 0), (1, 13, 0), ("MapTensorsInCallArguments", "ArgumentsInInputsPassedOnce"),
+           "the clone routine of 1.11 keeps no masks and only reads node.arguments, but still "
+           "passes an RNN's initial_state both as input and as argument (AssertionError); "
+           "1.13 clones a seq2seq right (measured)"),
+    Target("tensorflow", "tensorflow.python.layers.base", "Network._run_internal_graph",
+           (1, 4, 0), (1, 5, 0), NETWORK_RULES_BEFORE_1_9,
+           "calling a tf.keras model on new tensors: the first call's mask pinned in the "
+           "original's nodes (kwargs['mask'] = ... unless there), and a None mask flattened "
+           "to one mask for all outputs (Could not compute output)"),
+    Target("tensorflow", "tensorflow.python.layers.network", "GraphNetwork._run_internal_graph",
+           (1, 5, 0), (1, 7, 0), NETWORK_RULES_BEFORE_1_9,
+           "the same routine, moved to tf.layers' GraphNetwork in 1.5"),
+    Target("tensorflow", "tensorflow.python.keras._impl.keras.engine.network",
+           "Network._run_internal_graph", (1, 7, 0), (1, 9, 0), NETWORK_RULES_BEFORE_1_9,
+           "the same routine, moved to tf.keras's Network in 1.7 (kwargs.setdefault)"),
     Target("tensorflow", "tensorflow.python.keras.engine.network", "Network._run_internal_graph",
-           (1, 12, 0), (1, 15, 0), ("CopyNodeArguments",),
+           (1, 9, 0), (1, 11, 0), ("CopyNodeArguments", "MapTensorsInCallArguments"),
+           "the same routine, out of _impl in 1.9, which expands a None mask itself"),
+    Target("tensorflow", "tensorflow.python.keras.engine.network", "Network._run_internal_graph",
+           (1, 11, 0), (1, 15, 0), ("CopyNodeArguments",),
            "calling a tf.keras model on new tensors: each call's mask pinned in the "
-           "original's nodes. (Its clone routine only reads node.arguments.)"),
+           "original's nodes. (From 1.11 a nested seq2seq computes from its new inputs, "
+           "measured, so the copy is all it needs.)"),
 )
 
 _RELEASE_VERSION = re.compile(r"\A(\d+)\.(\d+)\.(\d+)\Z")

@@ -34,8 +34,9 @@ def one_mask_per_output(mask, output_tensors):
 
 
 def recorded_output_masks(output_tensors):
-    """The masks `Layer.__call__` recorded for these outputs of a layer call,
-    on the node it added (what the next layer call will use)."""
+    """The masks `Layer.__call__` recorded for these outputs of a layer call
+    (what the next layer call will use): on the node it added (Keras), or
+    on each tensor as `_keras_mask` (tf.keras, whose nodes keep no masks)."""
     masks = []
     for tensor in output_tensors:
         layer, node_index, tensor_index = tensor._keras_history
@@ -43,7 +44,11 @@ def recorded_output_masks(output_tensors):
         nodes = getattr(layer, "_inbound_nodes", None)
         if nodes is None:
             nodes = layer.inbound_nodes
-        masks.append(nodes[node_index].output_masks[tensor_index])
+        node = nodes[node_index]
+        if hasattr(node, "output_masks"):
+            masks.append(node.output_masks[tensor_index])
+        else:
+            masks.append(getattr(tensor, "_keras_mask", None))
     return masks
 
 

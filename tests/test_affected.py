@@ -55,6 +55,32 @@ def test_keras_targets_for(version, patched):
     assert [target_name(target) for target in targets_for("keras", version)] == patched
 
 
+@pytest.mark.parametrize("version, affected", [
+    ("1.3.0", False), ("1.4.0", True), ("1.5.1", True), ("1.10.1", True), ("1.14.0", True),
+    ("1.15.0", False), ("1.15.5", False), ("2.1.4", False), ("2.21.0", False),
+])
+def test_tensorflow_releases(version, affected):
+    assert is_affected("tensorflow", version)[0] is affected
+
+
+NETWORK = "tensorflow.python.keras.engine.network.Network._run_internal_graph"
+CLONE = "tensorflow.python.keras.models._clone_functional_model"
+
+
+@pytest.mark.parametrize("version, patched", [
+    ("1.4.1", ["tensorflow.python.keras._impl.keras.models._clone_functional_model",
+               "tensorflow.python.layers.base.Network._run_internal_graph"]),
+    ("1.5.1", ["tensorflow.python.keras._impl.keras.models._clone_functional_model",
+               "tensorflow.python.layers.network.GraphNetwork._run_internal_graph"]),
+    ("1.8.0", ["tensorflow.python.keras._impl.keras.models._clone_functional_model",
+               "tensorflow.python.keras._impl.keras.engine.network.Network._run_internal_graph"]),
+    ("1.10.1", [CLONE, NETWORK]), ("1.12.3", [CLONE, NETWORK]), ("1.13.2", [NETWORK]),
+    ("1.14.0", [NETWORK]), ("1.15.5", []), ("2.1.4", []),
+])
+def test_tensorflow_targets_for(version, patched):
+    assert [target_name(target) for target in targets_for("tensorflow", version)] == patched
+
+
 @pytest.mark.parametrize("family", FAMILIES)
 def test_every_target_is_within_the_affected_releases_with_known_rules(family):
     affected = [(first, past) for first, past, is_affected_, _ in RELEASES[family] if is_affected_]

@@ -1,10 +1,13 @@
 """Every rule of every target finds what it rewrites in the source of every
 release the target covers, read from the release's own wheel.
 
-The wheels are not downloaded here: set KERAS_WHEELS to a directory holding
-Keras-<version>-py2.py3-none-any.whl for 2.0.7 - 2.3.1, e.g.
+The wheels are not downloaded here: set RELEASE_WHEELS to a directory holding
+Keras-<version>-*.whl and/or tensorflow-<version>-*.whl, e.g.
 
     for v in 2.0.7 2.0.8 ... 2.3.1; do pip download --no-deps keras==$v -d wheels; done
+
+(`nox -s release-sources` does that for the 18 Keras releases 2.0.7 - 2.3.1,
+`nox -s tf-release-sources` for TensorFlow 1.4 - 1.14.)
 """
 
 import ast
@@ -18,12 +21,15 @@ import pytest
 from keras_clone_fix import _fix
 from keras_clone_fix._affected import TARGETS
 
-WHEELS = os.environ.get("KERAS_WHEELS")
+WHEELS = os.environ.get("RELEASE_WHEELS")
+WHEEL_NAME = re.compile(r"(Keras|tensorflow)-(\d+)\.(\d+)\.(\d+)-")
 RELEASES = sorted(
-    (tuple(int(part) for part in re.search(r"Keras-(\d+)\.(\d+)\.(\d+)-", path).groups()), path)
-    for path in glob.glob(os.path.join(WHEELS or "", "Keras-*.whl")))
+    (match.group(1).lower(), tuple(int(part) for part in match.groups()[1:]), path)
+    for match, path in ((WHEEL_NAME.match(os.path.basename(path)), path)
+                        for path in glob.glob(os.path.join(WHEELS or "", "*.whl")))
+    if match)
 pytestmark = pytest.mark.skipif(not WHEELS,
-                                reason="set KERAS_WHEELS to a directory of Keras wheels")
+                                reason="set RELEASE_WHEELS to a directory of Keras or TensorFlow wheels")
 
 
 def definition(source, attribute):
@@ -36,20 +42,30 @@ def definition(source, attribute):
     return found
 
 
-def test_every_release_from_2_0_7_to_2_3_1_is_here():
-    if WHEELS:
-        assert len([version for version, _ in RELEASES if (2, 0, 7) <= version < (2, 4, 0)]) == 18
+def test_every_keras_release_from_2_0_7_to_2_3_1_is_here_if_one_is():
+    keras = [version for family, version, _ in RELEASES
+             if family == "keras" and (2, 0, 7) <= version < (2, 4, 0)]
+    assert len(keras) in (0, 18)
 
 
-@pytest.mark.parametrize("version, wheel", RELEASES,
-                         ids=[".".join(map(str, version)) for version, _ in RELEASES])
-def test_every_rule_finds_its_code(version, wheel):
+def module_source(archive, module):
+    """A module's source in a wheel: at the top (Keras) or under
+    <name>.data/purelib (TensorFlow)."""
+    path = module.replace(".", "/") + ".py"
+    (name,) = [name for name in archive.namelist() if name == path or name.endswith("/purelib/" + path)]
+    return archive.read(name).decode("utf-8")
+
+
+@pytest.mark.parametrize("family, version, wheel", RELEASES,
+                         ids=["{} {}".format(family, ".".join(map(str, version)))
+                              for family, version, _ in RELEASES])
+def test_every_rule_finds_its_code(family, version, wheel):
     targets = [target for target in TARGETS
-               if target.family == "keras" and target.first <= version < target.past]
+               if target.family == family and target.first <= version < target.past]
     assert targets
     with zipfile.ZipFile(wheel) as archive:
         for target in targets:
-            source = archive.read(target.module.replace(".", "/") + ".py").decode("utf-8")
+            source = module_source(archive, target.module)
             rules = [getattr(_fix, rule) for rule in target.rules]
             rewritten, _ = _fix.apply_rules(definition(source, target.attribute), rules)
             module = ast.Module(body=[rewritten], type_ignores=[]) if hasattr(

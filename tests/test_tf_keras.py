@@ -1,9 +1,11 @@
-"""tf.keras of TensorFlow 1.x (not the `keras` package): a model called on
-new tensors. Runs where TensorFlow 1.12 - 1.14 (patched) or 1.15 (correct,
-left alone) is installed. Each case runs patched and unpatched; where the
-release has the bug, unpatched is a strict xfail.
+"""tf.keras of TensorFlow 1.x (not the `keras` package): models called on
+new tensors and cloned. Runs where TensorFlow 1.4 - 1.14 (patched) or 1.15
+(correct, left alone) is installed. Each case runs patched and unpatched;
+where the release has the bug (BROKEN, as measured), unpatched is a strict
+xfail.
 """
 
+import importlib
 import json
 
 import pytest
@@ -19,11 +21,23 @@ import numpy  # noqa: E402
 import tensorflow  # noqa: E402
 
 TF = tuple(int(part) for part in tensorflow.__version__.split(".")[:2])
-if not (1, 12) <= TF < (2, 0):
-    pytest.skip("needs tf.keras of TensorFlow 1.12 - 1.15", allow_module_level=True)
+if not (1, 4) <= TF < (2, 0):
+    pytest.skip("needs tf.keras of TensorFlow 1.4 - 1.15", allow_module_level=True)
 
 keras = tensorflow.keras
 PATCHED_HERE = TF < (1, 15)  # 1.15 copies the call arguments itself
+# Which releases each case fails on unpatched: measured on 1.5, 1.10, 1.12,
+# 1.13, 1.14 and 1.15 (a bound between those is where the code changed).
+BROKEN = {
+    "shared model": TF < (1, 15),
+    "two-output model nested": TF < (1, 9),  # 1.9 expands a None mask
+    "two-output model cloned": TF < (1, 11),  # 1.11's clone routine keeps no masks
+    "seq2seq nested": TF < (1, 11),  # 1.11's RNN takes initial_state as inputs
+    "seq2seq cloned": TF < (1, 13),
+    "masked clone cloned": TF < (1, 10),
+}
+# The tensors of the original graph passed back: TensorFlow refuses to run.
+FAILURES = (AssertionError, tensorflow.errors.InvalidArgumentError)
 STEPS = 6
 
 
@@ -33,13 +47,38 @@ def fresh_graph():
     keras.backend.clear_session()
 
 
+def clone_model(model):
+    """tf.keras's clone_model, exported from 1.11; model_to_estimator's
+    before, where it lives in tf.keras's models module."""
+    for module in ("tensorflow.python.keras._impl.keras.models", "tensorflow.python.keras.models"):
+        try:
+            clone = importlib.import_module(module).clone_model(model)
+        except (ImportError, AttributeError):  # 1.5's keras.models exports no clone_model
+            continue
+        clone.set_weights(model.get_weights())
+        return clone
+    raise AssertionError("no clone_model in TensorFlow " + tensorflow.__version__)
+
+
+def expect(request, clone_mode, case):
+    expect_upstream_failure(request, clone_mode, BROKEN[case],
+                            "{} on tensorflow {}".format(case, tensorflow.__version__),
+                            raises=FAILURES)
+
+
+def assert_same_predictions(got, want):
+    for got_one, want_one in zip(got if isinstance(got, list) else [got],
+                                 want if isinstance(want, list) else [want]):
+        numpy.testing.assert_allclose(got_one, want_one, rtol=1e-5, atol=1e-6)
+
+
 def tokens():
     return keras.layers.Input(shape=(STEPS,), dtype="int32")
 
 
 def masked_encoder():
     """Embedding(mask_zero) -> LSTM called with training=False: its node
-    keeps a dict of call arguments, which 1.12 - 1.14 write each call's mask into."""
+    keeps a dict of call arguments, which the rebuild wrote each call's mask into."""
     x = tokens()
     embedded = keras.layers.Embedding(20, 4, mask_zero=True)(x)
     return keras.models.Model(x, keras.layers.LSTM(3)(embedded, training=False))
@@ -54,17 +93,83 @@ def padded_tokens(seed):
     return rows
 
 
+def two_output_model():
+    """A Lambda with two outputs and no mask: compute_mask returns one None."""
+    x = keras.layers.Input(shape=(3,))
+    return keras.models.Model(x, keras.layers.Lambda(lambda t: [t, 2 * t])(x))
+
+
+def seq2seq():
+    """The encoder's states are the decoder's initial_state."""
+    source, target = keras.layers.Input(shape=(STEPS, 3)), keras.layers.Input(shape=(STEPS, 3))
+    _, state_h, state_c = keras.layers.LSTM(4, return_state=True)(source)
+    decoded = keras.layers.LSTM(4)(target, initial_state=[state_h, state_c])
+    return keras.models.Model([source, target], decoded)
+
+
+def sequences():
+    random = numpy.random.RandomState(2)
+    return [random.rand(2, STEPS, 3), random.rand(2, STEPS, 3)]
+
+
 def test_shared_masked_model_called_twice_uses_each_calls_own_mask(request, clone_mode):
-    """The two sides of a siamese network: unpatched, 1.12 - 1.14's second call
-    used the first call's mask, silently."""
-    expect_upstream_failure(request, clone_mode, PATCHED_HERE, "tensorflow " + tensorflow.__version__)
+    """The two sides of a siamese network: unpatched, the second call used
+    the first call's mask, silently."""
+    expect(request, clone_mode, "shared model")
     encoder = masked_encoder()
     first, second = tokens(), tokens()
     siamese = keras.models.Model([first, second], [encoder(first), encoder(second)])
     data = [padded_tokens(0), padded_tokens(1)]
-    expected = [encoder.predict(data[0]), encoder.predict(data[1])]
-    for want, got in zip(expected, siamese.predict(data)):
-        numpy.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    assert_same_predictions(siamese.predict(data),
+                            [encoder.predict(data[0]), encoder.predict(data[1])])
+
+
+def test_two_output_model_nested(request, clone_mode):
+    """Unpatched before 1.9: Could not compute output."""
+    expect(request, clone_mode, "two-output model nested")
+    inner = two_output_model()
+    x = keras.layers.Input(shape=(3,))
+    outer = keras.models.Model(x, inner(x))
+    data = numpy.arange(6.0).reshape(2, 3)
+    assert_same_predictions(outer.predict(data), inner.predict(data))
+
+
+def test_two_output_model_cloned(request, clone_mode):
+    """Unpatched before 1.11: Could not compute output."""
+    expect(request, clone_mode, "two-output model cloned")
+    model = two_output_model()
+    data = numpy.arange(6.0).reshape(2, 3)
+    assert_same_predictions(clone_model(model).predict(data), model.predict(data))
+
+
+def test_seq2seq_nested(request, clone_mode):
+    """Unpatched before 1.11: You must feed a value for placeholder tensor."""
+    expect(request, clone_mode, "seq2seq nested")
+    model = seq2seq()
+    source, target = keras.layers.Input(shape=(STEPS, 3)), keras.layers.Input(shape=(STEPS, 3))
+    outer = keras.models.Model([source, target], model([source, target]))
+    data = sequences()
+    assert_same_predictions(outer.predict(data), model.predict(data))
+
+
+def test_seq2seq_cloned(request, clone_mode):
+    """Unpatched before 1.13: an AssertionError in the RNN's _standardize_args
+    (tensorflow#21614, met through model_to_estimator)."""
+    expect(request, clone_mode, "seq2seq cloned")
+    model = seq2seq()
+    data = sequences()
+    assert_same_predictions(clone_model(model).predict(data), model.predict(data))
+
+
+def test_masked_clone_cloned_again(request, clone_mode):
+    """Unpatched before 1.10, the clone's nodes kept the masks of the graph
+    it was cloned from: You must feed a value for placeholder tensor."""
+    expect(request, clone_mode, "masked clone cloned")
+    encoder = masked_encoder()
+    clone = clone_model(encoder)
+    data = padded_tokens(3)
+    assert_same_predictions([clone.predict(data), clone_model(clone).predict(data)],
+                            [encoder.predict(data)] * 2)
 
 
 def test_status_names_what_is_patched(restore_fix_state):
@@ -83,6 +188,7 @@ def test_import_tensorflow_is_patched_at_interpreter_start():
     status = json.loads(finished.stdout.splitlines()[-1])
     tf_targets = {name: fixed for name, fixed in status["targets"].items()
                   if name.startswith("tensorflow.")}
-    assert tf_targets == ({"tensorflow.python.keras.engine.network.Network._run_internal_graph":
-                           True} if PATCHED_HERE else {})
+    names = [target_name(target) for target in targets_for("tensorflow", tensorflow.__version__)]
+    assert tf_targets == dict.fromkeys(names, True)
+    assert bool(names) is PATCHED_HERE
     assert status["activated_by"] == ".pth at interpreter start"
