@@ -4,6 +4,7 @@
     nox -s demo         # the bug on Keras 2.2.4, then the fix
     nox -s full         # the long randomised differential run
     nox -s release-sources    # every rule on the source of every release 2.0.7 - 2.3.1
+    nox -s tf-release-sources # the same on TensorFlow 1.4 - 1.14
     nox -s activation-model   # the long model-based test of activation
     nox -s bench        # clone-time, memory and start-up benchmarks
     nox -s startup startup-2.7   # start-up figures on Python 3.13 and 2.7
@@ -12,11 +13,13 @@ Each session installs the one wheel built from this tree (never an editable
 install: those carry no .pth file), so tests see what users install.
 """
 
+import atexit
 import glob
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 
 import nox
 
@@ -25,11 +28,21 @@ nox.options.error_on_missing_interpreters = True
 nox.needs_version = ">=2024.3.2"
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
-DIST = os.path.join(ROOT, ".nox", "dist")
 TF1 = ["tensorflow==1.15.5", "protobuf<3.21", "h5py<3"]
 QUIET_TF = {"TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONWARNINGS": "ignore::DeprecationWarning,ignore::FutureWarning"}
 # Theano compiles each model: fewer random models and activation sequences.
 THEANO = dict(QUIET_TF, KERAS_BACKEND="theano", RANDOM_MODELS="4", ACTIVATION_SEQUENCES="10")
+
+
+
+def tf_on_python36(tensorflow, tensorboard, numpy):
+    """TensorFlow 1.x on Python 3.6, with what has dropped 3.6 since pinned
+    (pip there takes the newest release of everything: grpcio's newer ones
+    build from source for 20 minutes)."""
+    return (["tensorflow==" + tensorflow, "numpy==" + numpy, "termcolor==1.1.0", "grpcio==1.26.0",
+             "protobuf==3.19.6", "h5py==2.10.0", "wheel==0.37.1"]
+            + (["tensorboard==" + tensorboard] if tensorboard else []))
+
 
 # id: (python, requirements, environment variables)
 ENVIRONMENTS = {
@@ -44,10 +57,10 @@ ENVIRONMENTS = {
                                    "h5py<3"], QUIET_TF),
     "keras-2.2.4-theano": ("3.7", ["theano==1.0.4", "keras==2.2.4", "numpy<1.19", "scipy<1.6",
                                    "h5py<3"], THEANO),
-    # TensorFlow 1.12 has no Python 3.7 wheels; on 3.6, pins of what dropped 3.6.
-    "tf-1.12": ("3.6", ["tensorflow==1.12.3", "tensorboard==1.12.2", "numpy==1.16.6",
-                        "termcolor==1.1.0", "grpcio==1.26.0", "protobuf==3.19.6", "h5py==2.10.0",
-                        "wheel==0.37.1"], QUIET_TF),
+    # TensorFlow before 1.13 has no Python 3.7 wheels: on 3.6, see tf_on_python36.
+    "tf-1.5": ("3.6", tf_on_python36("1.5.1", None, "1.14.5"), QUIET_TF),
+    "tf-1.10": ("3.6", tf_on_python36("1.10.1", "1.10.0", "1.14.5"), QUIET_TF),
+    "tf-1.12": ("3.6", tf_on_python36("1.12.3", "1.12.2", "1.16.6"), QUIET_TF),
     "tf-1.13": ("3.7", ["tensorflow==1.13.2", "protobuf<3.21", "h5py<3"], QUIET_TF),
     "tf-1.14": ("3.7", ["tensorflow==1.14.0", "protobuf<3.21", "h5py<3"], QUIET_TF),
     "keras-3-tf-2.21": ("3.11", ["tensorflow-cpu==2.21.*", "keras>=3"], QUIET_TF),
@@ -67,17 +80,17 @@ _built = []  # nox imports this file once per run
 
 
 def built_wheel():
-    """The wheel of this tree, built anew once per nox run (a wheel left in
-    .nox/dist by an earlier run may be of other code)."""
+    """The wheel of this tree, built once per nox run from a copy of it: the
+    build leaves nothing in the tree, and two nox runs can build at once."""
     if not _built:
-        shutil.rmtree(DIST, ignore_errors=True)
+        scratch = tempfile.mkdtemp(prefix="keras-clone-fix-build-")
+        atexit.register(shutil.rmtree, scratch, True)
+        source = os.path.join(scratch, "source")
+        shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
+            ".git", ".nox", ".ci", "build", "*.egg-info", "__pycache__"))
         subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet",
-                        "--wheel-dir", DIST, ROOT], check=True)
-        # setuptools leaves keras_clone_fix.egg-info here, and an old pip run
-        # from this directory would take it for an installed keras-clone-fix.
-        for leftover in glob.glob(os.path.join(ROOT, "*.egg-info")):
-            shutil.rmtree(leftover)
-        (wheel,) = glob.glob(os.path.join(DIST, "*.whl"))
+                        "--wheel-dir", scratch, source], check=True)
+        (wheel,) = glob.glob(os.path.join(scratch, "*.whl"))
         _built.append(wheel)
     return _built[0]
 
@@ -168,17 +181,34 @@ KERAS_RELEASES = ["2.0.7", "2.0.8", "2.0.9", "2.1.0", "2.1.1", "2.1.2", "2.1.3",
                   "2.3.0", "2.3.1"]
 
 
+def check_release_sources(session, package, versions, *download_options):
+    install(session)
+    wheels = os.path.join(session.create_tmp(), "release-wheels")
+    for version in versions:
+        requirement = "{}=={}".format(package, version)
+        session.run("pip", "download", "--quiet", "--no-deps", "--dest", wheels,
+                    *download_options, requirement)
+    session.run("pytest", "tests/test_release_sources.py", *session.posargs,
+                env={"RELEASE_WHEELS": wheels})
+
+
 @nox.session(name="release-sources", venv_backend="venv", python="3.7")
 def release_sources(session):
     """Every rule of every target finds its code in the source of each of
     the 18 releases it covers (their wheels, downloaded, not installed)."""
-    install(session)
-    wheels = os.path.join(session.create_tmp(), "keras-wheels")
-    for version in KERAS_RELEASES:
-        session.run("pip", "download", "--quiet", "--no-deps", "--dest", wheels,
-                    "keras==" + version)
-    session.run("pytest", "tests/test_release_sources.py", *session.posargs,
-                env={"KERAS_WHEELS": wheels})
+    check_release_sources(session, "keras", KERAS_RELEASES)
+
+
+TF_RELEASES = ["1.4.1", "1.5.1", "1.6.0", "1.7.1", "1.8.0", "1.9.0", "1.10.1", "1.11.0",
+               "1.12.3", "1.13.2", "1.14.0"]
+
+
+@nox.session(name="tf-release-sources", venv_backend="venv", python="3.7")
+def tf_release_sources(session):
+    """The same for tf.keras: the last release of each TensorFlow 1.4 - 1.14
+    (their Python 3.6 wheels, about 800 MB)."""
+    check_release_sources(session, "tensorflow", TF_RELEASES, "--only-binary=:all:",
+                          "--python-version", "3.6")
 
 
 @nox.session(name="activation-model", venv_backend="venv", python="3.7")
