@@ -115,9 +115,9 @@ def _masked_encoder_called_twice(keras):
 
 
 def check_shared_model(keras):
-    """(works: bool, detail: str) before 2.0.7, where a multi-output layer
-    with one mask cannot be built: a model called on two new inputs must
-    compute each call with its own mask."""
+    """(works: bool, detail: str): a model called on two new inputs must
+    compute each call with its own mask. The check where a multi-output
+    layer with one mask cannot be built: keras before 2.0.7, tf.keras."""
     import numpy
     first, second = numpy.array([[1, 2, 3, 0, 0]]), numpy.array([[4, 0, 0, 0, 0]])
     encoder, siamese = _masked_encoder_called_twice(keras)
@@ -149,27 +149,53 @@ def check_call_on_new_tensors(keras):
     return False, "calling the model on a new tensor ran, but predicts differently"
 
 
+def check_tf_keras():
+    """(works: bool, detail: str or None): tf.keras of an affected TensorFlow
+    must compute a shared model's calls each with its own mask; None where
+    TensorFlow is not installed."""
+    try:
+        import tensorflow
+    except ImportError:
+        return True, None
+    version = tensorflow.__version__
+    affected, reason = is_affected("tensorflow", version)
+    if not affected:
+        return True, reason + "; not checked"
+    works, detail = check_shared_model(tensorflow.keras)
+    return works, "tensorflow {}: {}".format(version, detail)
+
+
 def self_check():
     """A report (dict, in the order to show) and the exit code."""
     report = collections.OrderedDict([
         ("python", platform.python_version()), ("executable", sys.executable),
         ("keras_clone_fix", keras_clone_fix.__version__)])
     _quiet_backends()
+    checks = []
     try:
         keras = _import_keras()
     except ImportError as error:
         report["keras"] = None
-        report["result"] = "keras is not installed ({}): nothing to fix".format(error)
+        missing = "keras is not installed ({})".format(error)
+    else:
+        missing = None
+        report.update([  # pairs, not keywords: Python 2 would shuffle keywords
+            ("keras", keras.__version__), ("backend", keras.backend.backend()),
+            ("affected", is_affected("keras", keras.__version__)[0])])
+        clone_works, report["clone"] = check_clone(keras)
+        call_works, report["call_on_new_tensors"] = check_call_on_new_tensors(keras)
+        checks += [clone_works, call_works]
+    tf_keras_works, tf_keras = check_tf_keras()
+    if tf_keras is None and missing:
+        report["result"] = missing + ", nor tensorflow: nothing to fix"
         return report, NOT_INSTALLED
+    if tf_keras is not None:
+        report["tf_keras"] = tf_keras
+        checks.append(tf_keras_works)
     status = keras_clone_fix.status()
-    report.update([  # pairs, not keywords: Python 2 would shuffle keywords
-        ("keras", status.keras_version), ("backend", keras.backend.backend()),
-        ("affected", is_affected("keras", status.keras_version)[0]), ("patched", status.patched),
-        ("targets", status.targets), ("reason", status.reason),
-        ("activated_by", status.activated_by)])
-    clone_works, report["clone"] = check_clone(keras)
-    call_works, report["call_on_new_tensors"] = check_call_on_new_tensors(keras)
-    works = clone_works and call_works
+    report.update([("patched", status.patched), ("targets", status.targets),
+                   ("reason", status.reason), ("activated_by", status.activated_by)])
+    works = all(checks)
     report["result"] = "ok" if works else "FAILED"
     return report, WORKS if works else FAILS
 

@@ -161,6 +161,21 @@ def test_seq2seq_cloned(request, clone_mode):
     assert_same_predictions(clone_model(model).predict(data), model.predict(data))
 
 
+def test_seq2seq_through_model_to_estimator(request, clone_mode, tmp_path):
+    """How TensorFlow 1.x users meet the clone routine: the estimator's
+    model_fn clones the model (tensorflow#21614)."""
+    expect(request, clone_mode, "seq2seq cloned")
+    model = seq2seq()
+    model.compile("sgd", "mse")
+    data = [part.astype("float32") for part in sequences()]
+    expected = model.predict(data)  # the weights the estimator starts from are the session's
+    estimator = keras.estimator.model_to_estimator(keras_model=model, model_dir=str(tmp_path))
+    features = tensorflow.estimator.inputs.numpy_input_fn(
+        dict(zip(model.input_names, data)), batch_size=len(data[0]), shuffle=False)
+    predicted = [list(prediction.values())[0] for prediction in estimator.predict(features)]
+    assert_same_predictions(numpy.array(predicted), expected)
+
+
 def test_masked_clone_cloned_again(request, clone_mode):
     """Unpatched before 1.10, the clone's nodes kept the masks of the graph
     it was cloned from: You must feed a value for placeholder tensor."""
@@ -192,3 +207,26 @@ def test_import_tensorflow_is_patched_at_interpreter_start():
     assert tf_targets == dict.fromkeys(names, True)
     assert bool(names) is PATCHED_HERE
     assert status["activated_by"] == ".pth at interpreter start"
+
+
+def self_check(env=None):
+    return run_python(["-m", "keras_clone_fix", "--json"], env=env)
+
+
+def test_self_check_proves_tf_keras():
+    finished = self_check()
+    report = json.loads(finished.stdout)
+    assert finished.returncode == 0 and report["result"] == "ok"
+    assert report["tf_keras"] == (
+        "tensorflow {}: calling the model on two new tensors works: each call uses its own "
+        "mask".format(tensorflow.__version__) if PATCHED_HERE else
+        "tensorflow {}: tf.keras of TensorFlow 1.15 and 2.x copies the call arguments: "
+        "correct; not checked".format(tensorflow.__version__))
+
+
+@pytest.mark.skipif(not PATCHED_HERE, reason="TensorFlow 1.15 is not affected")
+def test_self_check_fails_with_the_fix_switched_off():
+    finished = self_check(env={"KERAS_CLONE_FIX": "0"})
+    report = json.loads(finished.stdout)
+    assert finished.returncode == 1 and report["result"] == "FAILED"
+    assert report["tf_keras"].endswith("the second call used the first's mask")
