@@ -70,7 +70,7 @@ def installed_at(module, attribute):
     return vars(owner).get(path[-1]) if owner is not None else None
 
 
-def behaviour(keras):
+def keras_behaviour(keras):
     """Whether clone_model, and calling a model on a new tensor, work on a
     model whose two-output layer passes one mask: every affected release
     fails both ("Could not compute output", "Layers should have equal
@@ -94,6 +94,25 @@ def behaviour(keras):
             "call": attempt(lambda: keras.models.Model(new_input, model(new_input)))}
 
 
+def tf_keras_behaviour(tensorflow):
+    """Whether calling a tf.keras model on a new tensor leaves the original's
+    node arguments as they were: every affected TensorFlow writes the call's
+    mask into them (what makes a shared model's next call wrong). Built, not
+    run: cheap."""
+    keras = tensorflow.keras
+    keras.backend.clear_session()
+    x = keras.layers.Input(shape=(5,), dtype="int32")
+    lstm = keras.layers.LSTM(2)
+    encoder = keras.models.Model(x, lstm(keras.layers.Embedding(10, 3, mask_zero=True)(x),
+                                         training=False))
+    recorded = dict(lstm._inbound_nodes[0].arguments)
+    encoder(keras.layers.Input(shape=(5,), dtype="int32"))
+    return {"call": "ok" if lstm._inbound_nodes[0].arguments == recorded else "wrote into it"}
+
+
+BEHAVIOURS = {"keras": keras_behaviour, "tensorflow": tf_keras_behaviour}
+
+
 def attempt(action):
     try:
         action()
@@ -102,7 +121,7 @@ def attempt(action):
     return "ok"
 
 
-def observe(targets, check_behaviour):
+def observe(targets, behaviours):
     status = fix().status()
     objects = {}
     for module, attribute in targets:
@@ -111,25 +130,26 @@ def observe(targets, check_behaviour):
             objects[module + "." + attribute] = {
                 "id": id(found), "fixed": type(found).__name__ == "FixedFunction",
                 "original": id(getattr(found, "__wrapped__", found))}
-    keras = sys.modules.get("keras")
+    imported = [family for family in FAMILIES if sys.modules.get(family) is not None]
     return {
         "status": status.as_dict(),
         "objects": objects,
-        "imported": [family for family in FAMILIES if sys.modules.get(family) is not None],
+        "imported": imported,
         "waiting": any(type(finder).__name__ == "_ImportWatcher" for finder in sys.meta_path),
-        "behaviour": behaviour(keras) if check_behaviour and keras is not None else None,
+        "behaviour": {family: BEHAVIOURS[family](sys.modules[family])
+                      for family in behaviours if family in imported},
     }
 
 
 def main():
     # From the test: the targets to look at, [module, attribute] each, and
-    # whether to try clone_model and calls on new tensors.
-    targets, check_behaviour = json.loads(sys.stdin.readline())
+    # the families whose behaviour to try (clone_model, calls on new tensors).
+    targets, behaviours = json.loads(sys.stdin.readline())
     for line in iter(sys.stdin.readline, ""):
         event = line.strip()
         try:
             EVENTS[event]()
-            report = observe(targets, check_behaviour)
+            report = observe(targets, behaviours)
         except Exception:
             report = {"error": traceback.format_exc()}
         sys.stdout.write(json.dumps(report) + "\n")
