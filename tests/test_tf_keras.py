@@ -230,3 +230,36 @@ def test_self_check_fails_with_the_fix_switched_off():
     report = json.loads(finished.stdout)
     assert finished.returncode == 1 and report["result"] == "FAILED"
     assert report["tf_keras"].endswith("the second call used the first's mask")
+
+
+USES_THE_FIXTURE = u"""
+import tensorflow
+
+import keras_clone_fix
+from keras_clone_fix._cli import check_shared_model
+
+
+def shared_model_works():
+    tensorflow.keras.backend.clear_session()
+    return check_shared_model(tensorflow.keras)[0]
+
+
+def test_before():
+    assert not keras_clone_fix.status().patched and not shared_model_works()
+
+
+def test_with_the_fixture(keras_clone_fix):
+    assert keras_clone_fix.patched and shared_model_works()
+
+
+def test_after():
+    assert not keras_clone_fix.status().patched and not shared_model_works()
+"""
+
+
+@pytest.mark.skipif(not PATCHED_HERE, reason="TensorFlow 1.15 is not affected")
+def test_pytest_fixture_patches_tf_keras_only_inside_its_test(tmp_path):
+    (tmp_path / "test_user.py").write_text(USES_THE_FIXTURE)
+    finished = run_python(["-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
+                           str(tmp_path)], env={"KERAS_CLONE_FIX": "0"}, cwd=str(tmp_path))
+    assert "3 passed" in finished.stdout, finished.stdout + finished.stderr
