@@ -98,6 +98,10 @@ def arrived(family):
     an exception here would fail the user's import."""
     import logging
     with lock:
+        if state.activated_by is None:
+            # Unpatched, or activation failed, while this import was under
+            # way (keras imports tensorflow): nothing asks for the fix now.
+            return
         if all(_imported(name) for name in FAMILIES):
             disarm()
         try:
@@ -123,8 +127,10 @@ def activate():
 
 
 def _fail(error):
-    """Activation failed unexpectedly: unpatched means unpatched (lock held)."""
+    """Activation failed unexpectedly: unpatched means unpatched, and stays
+    so (lock held)."""
     disarm()
+    state.activated_by = None
     _unwrap([family for family in FAMILIES if _imported(family)])
     state.reason = "activation failed: {}: {}".format(type(error).__name__, error)
     warn(state.reason + "; nothing is patched")
