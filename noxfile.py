@@ -51,7 +51,9 @@ ENVIRONMENTS = {
     "keras-2.0.8-tf-1.15": ("3.7", TF1 + ["keras==2.0.8"], QUIET_TF),
     "keras-2.1.6-tf-1.15": ("3.7", TF1 + ["keras==2.1.6"], QUIET_TF),
     "keras-2.2.4-tf-1.15": ("3.7", TF1 + ["keras==2.2.4"], QUIET_TF),
-    "keras-2.2.5-tf-1.15": ("3.7", TF1 + ["keras==2.2.5"], QUIET_TF),
+    # TensorFlow 1.14 (affected too): both families patched in one process.
+    "keras-2.2.5-tf-1.14": ("3.7", ["tensorflow==1.14.0", "protobuf<3.21", "h5py<3", "keras==2.2.5"],
+                            QUIET_TF),
     "keras-2.3.1-tf-1.15": ("3.7", TF1 + ["keras==2.3.1"], QUIET_TF),
     "keras-2.3.1-tf-2.1": ("3.7", ["tensorflow==2.1.4", "keras==2.3.1", "protobuf<3.21",
                                    "h5py<3"], QUIET_TF),
