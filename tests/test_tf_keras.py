@@ -26,14 +26,15 @@ if not (1, 4) <= TF < (2, 0):
 
 keras = tensorflow.keras
 PATCHED_HERE = TF < (1, 15)  # 1.15 copies the call arguments itself
-# Which releases each case fails on unpatched: measured on 1.5, 1.10, 1.12,
-# 1.13, 1.14 and 1.15 (a bound between those is where the code changed).
+# Which releases each case fails on unpatched: measured on 1.4, 1.5, 1.8,
+# 1.10, 1.12, 1.13, 1.14 and 1.15 (a bound between those is where the code
+# changed). 1.4's RNN takes initial_state from its arguments only.
 BROKEN = {
     "shared model": TF < (1, 15),
     "two-output model nested": TF < (1, 9),  # 1.9 expands a None mask
     "two-output model cloned": TF < (1, 11),  # 1.11's clone routine keeps no masks
-    "seq2seq nested": TF < (1, 11),  # 1.11's RNN takes initial_state as inputs
-    "seq2seq cloned": TF < (1, 13),
+    "seq2seq nested": (1, 5) <= TF < (1, 11),
+    "seq2seq cloned": (1, 5) <= TF < (1, 13),
     "masked clone cloned": TF < (1, 10),
 }
 # The tensors of the original graph passed back: TensorFlow refuses to run.
@@ -143,7 +144,7 @@ def test_two_output_model_cloned(request, clone_mode):
 
 
 def test_seq2seq_nested(request, clone_mode):
-    """Unpatched before 1.11: You must feed a value for placeholder tensor."""
+    """Unpatched on 1.5 - 1.10: You must feed a value for placeholder tensor."""
     expect(request, clone_mode, "seq2seq nested")
     model = seq2seq()
     source, target = keras.layers.Input(shape=(STEPS, 3)), keras.layers.Input(shape=(STEPS, 3))
@@ -153,7 +154,7 @@ def test_seq2seq_nested(request, clone_mode):
 
 
 def test_seq2seq_cloned(request, clone_mode):
-    """Unpatched before 1.13: an AssertionError in the RNN's _standardize_args
+    """Unpatched on 1.5 - 1.12: an AssertionError in the RNN's _standardize_args
     (tensorflow#21614, met through model_to_estimator)."""
     expect(request, clone_mode, "seq2seq cloned")
     model = seq2seq()
