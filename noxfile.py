@@ -34,7 +34,6 @@ QUIET_TF = {"TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONWARNINGS": "ignore::DeprecationW
 THEANO = dict(QUIET_TF, KERAS_BACKEND="theano", RANDOM_MODELS="4", ACTIVATION_SEQUENCES="10")
 
 
-
 def tf_on_python36(tensorflow, tensorboard, numpy):
     """TensorFlow 1.x on Python 3.6, with what has dropped 3.6 since pinned
     (pip there takes the newest release of everything: grpcio's newer ones

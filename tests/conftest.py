@@ -104,6 +104,15 @@ def run_python(args, python=sys.executable, env=None, cwd=TESTS):
                cwd=cwd)
 
 
+def run_pytest(tmp_path, test_source, options=(), env=None):
+    """pytest in a fresh interpreter on a user's test file of this source,
+    with tests/ importable (clone_probe)."""
+    (tmp_path / "test_user.py").write_text(test_source)
+    return run_python(["-m", "pytest", "-p", "no:cacheprovider", "-v",
+                       "--rootdir", str(tmp_path), str(tmp_path)] + list(options),
+                      env=dict({"PYTHONPATH": TESTS}, **(env or {})), cwd=str(tmp_path))
+
+
 def probe(how=None, **options):
     """Run clone_probe.py; its JSON report and the finished process."""
     finished = run_python(["clone_probe.py"] + ([how] if how else []), **options)

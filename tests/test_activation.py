@@ -9,7 +9,7 @@ import pytest
 
 import keras_clone_fix
 from keras_clone_fix import FAMILIES, _activation
-from keras_clone_fix._affected import Target, target_name, targets_for
+from keras_clone_fix._affected import Target, targets_for
 from conftest import (
     AFFECTED, CLONE_AFFECTED, KERAS, affected_only, installed, probe, run_python)
 from test_fix_source import Layer, Node, step_like_keras
@@ -74,8 +74,7 @@ patched_here = pytest.mark.skipif(not AFFECTED, reason="needs an affected Keras,
 def current_objects():
     """{target name: the object at that target now}, for every target of the
     imported families (keras, and tf.keras where TensorFlow is affected)."""
-    return {target_name(target): _activation._resolve(target)[2]
-            for target in _activation._targets(FAMILIES)}
+    return _activation._installed(FAMILIES)
 
 
 def keras_names(objects):

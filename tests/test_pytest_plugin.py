@@ -4,7 +4,7 @@ import textwrap
 
 import pytest
 
-from conftest import TESTS, affected_only, run_python
+from conftest import affected_only, run_pytest
 
 USES_THE_FIXTURE = textwrap.dedent(u"""
     import sys
@@ -61,13 +61,6 @@ KERAS_IMPORTED_BY_THE_FIXTURE = textwrap.dedent(u"""
         assert clone_two_output_model(keras.models.clone_model).startswith(
             "ok" if ACTIVE else "AssertionError")
 """)
-
-
-def run_pytest(tmp_path, test_source, options=(), env=None):
-    (tmp_path / "test_user.py").write_text(test_source)
-    return run_python(["-m", "pytest", "-p", "no:cacheprovider", "-v",
-                       "--rootdir", str(tmp_path), str(tmp_path)] + list(options),
-                      env=dict({"PYTHONPATH": TESTS}, **(env or {})), cwd=str(tmp_path))
 
 
 def test_header_names_the_state(tmp_path):

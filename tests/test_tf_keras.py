@@ -11,7 +11,7 @@ import json
 import pytest
 
 import keras_clone_fix
-from conftest import expect_upstream_failure, installed, run_python
+from conftest import expect_upstream_failure, installed, run_pytest, run_python
 from keras_clone_fix._affected import target_name, targets_for
 
 if not installed("tensorflow"):
@@ -53,9 +53,10 @@ def clone_model(model):
     before, where it lives in tf.keras's models module."""
     for module in ("tensorflow.python.keras._impl.keras.models", "tensorflow.python.keras.models"):
         try:
-            clone = importlib.import_module(module).clone_model(model)
+            clone_model = importlib.import_module(module).clone_model
         except (ImportError, AttributeError):  # 1.5's keras.models exports no clone_model
             continue
+        clone = clone_model(model)
         clone.set_weights(model.get_weights())
         return clone
     raise AssertionError("no clone_model in TensorFlow " + tensorflow.__version__)
@@ -262,7 +263,5 @@ def test_after():
 
 @pytest.mark.skipif(not PATCHED_HERE, reason="TensorFlow 1.15 is not affected")
 def test_pytest_fixture_patches_tf_keras_only_inside_its_test(tmp_path):
-    (tmp_path / "test_user.py").write_text(USES_THE_FIXTURE)
-    finished = run_python(["-m", "pytest", "-p", "no:cacheprovider", "--rootdir", str(tmp_path),
-                           str(tmp_path)], env={"KERAS_CLONE_FIX": "0"}, cwd=str(tmp_path))
+    finished = run_pytest(tmp_path, USES_THE_FIXTURE, env={"KERAS_CLONE_FIX": "0"})
     assert "3 passed" in finished.stdout, finished.stdout + finished.stderr
