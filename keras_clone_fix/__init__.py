@@ -49,7 +49,7 @@ except ImportError:  # Python 2: its `thread` module has no RLock
                 self._owner = None
                 self._lock.release()
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 __all__ = ["KerasCloneFixWarning", "PatchError", "patch", "status", "unpatch"]
 
 SWITCH = "KERAS_CLONE_FIX"

@@ -65,7 +65,7 @@ KERAS_IMPORTED_BY_THE_FIXTURE = textwrap.dedent(u"""
 
 def test_header_names_the_state(tmp_path):
     finished = run_pytest(tmp_path, u"def test_nothing():\n    pass\n")
-    assert "keras-clone-fix 0.1.0: not patched (waiting for `import keras` or `import tensorflow`)" in finished.stdout
+    assert "keras-clone-fix 0.2.0: not patched (waiting for `import keras` or `import tensorflow`)" in finished.stdout
 
 
 def test_no_keras_clone_fix_disables_the_plugin(tmp_path):
