@@ -16,7 +16,8 @@ valgrind's callgrind, which runs the interpreter with instrumentation off
 patch() and off just after with `callgrind_control -i on|off <its pid>`.
 Those two switches cost some instructions themselves (about 0.3 million):
 that count, measured by an interpreter switching on and off with nothing in
-between, is subtracted. Python's hash seed is fixed for those runs, and the
+between (and no family imported: the switches do not depend on them), is
+subtracted. Python's hash seed is fixed for those runs, and the
 count is the same to within a few thousand instructions run after run.
 
 --baseline FILE prints the figures FILE holds for the same release beside
@@ -35,7 +36,7 @@ import tempfile
 CHILD = r"""
 import json, os, subprocess, sys, time
 clock = getattr(time, "perf_counter", time.time)
-for family in ("keras", "tensorflow"):
+for family in ("keras", "tensorflow") if sys.argv[2] == "patch" else ():
     try:
         __import__(family)
     except ImportError:
