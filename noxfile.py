@@ -8,6 +8,7 @@
     nox -s activation-model   # the long model-based test of activation
     nox -s bench        # clone-time, memory and start-up benchmarks
     nox -s startup startup-2.7   # start-up figures on Python 3.13 and 2.7
+    nox -s patch-cost   # what patch() costs on every affected release
 
 Each session installs the one wheel built from this tree (never an editable
 install: those carry no .pth file), so tests see what users install.
@@ -243,3 +244,26 @@ def startup(session):
 def startup_python2(session):
     """Start-up figures on Python 2.7, with wrapt 1.15 installed."""
     measure_startup(session)
+
+
+PATCH_COST_KERAS = ["2.0.0", "2.0.6", "2.0.8", "2.1.6", "2.2.4", "2.2.5", "2.3.1"]
+PATCH_COST_BASELINE = os.path.join("benchmarks", "patch_time_baseline.json")
+
+
+@nox.session(name="patch-cost", venv_backend="venv")
+@nox.parametrize("python,requirements,keras_releases", [
+    # One environment for the Keras releases: each installed in turn, --no-deps
+    # (2.2.4 brings what they all need); TensorFlow 1.15 is not affected.
+    nox.param("3.7", TF1 + ["keras==2.2.4"], PATCH_COST_KERAS, id="keras")] + [
+    nox.param(ENVIRONMENTS[name][0], ENVIRONMENTS[name][1], [], id=name)
+    for name in ("tf-1.5", "tf-1.10", "tf-1.12", "tf-1.13", "tf-1.14")])
+def patch_cost(session, requirements, keras_releases):
+    """What keras_clone_fix.patch() costs right after `import keras` (or
+    tensorflow) on each affected release of the matrix, beside the figures
+    before issue 20; arguments go to benchmarks/patch_time.py."""
+    install(session, *requirements)
+    for release in keras_releases or [None]:
+        if release:
+            session.install("--no-deps", "keras==" + release)
+        session.run("python", "benchmarks/patch_time.py", "--baseline", PATCH_COST_BASELINE,
+                    *session.posargs, env=QUIET_TF)

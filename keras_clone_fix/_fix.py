@@ -10,12 +10,21 @@ updates and losses) stays the installed release's own code.
 
 Every rule must find what it rewrites; a function in which one finds
 nothing is refused (UnsupportedFunction), never half-fixed.
+
+patch() pays for this at every `import keras` (or tensorflow) of an
+environment with the package, so it is done cheaply (a quarter of the
+instructions inspect.getsource, ast.NodeTransformer's walks,
+increment_lineno and fix_missing_locations cost, benchmarks/patch_time.py):
+the source is the file's lines from the code object's first line to the
+last its line table names, parsed as they stand at their own lines; the
+rules walk statements, and only the two that look inside expressions walk
+those, once; new nodes are located as they are made. What is left is
+mostly Python's own parse and the two compiles.
 """
 
 import ast
-import copy
-import inspect
-import textwrap
+import dis
+import linecache
 import types
 
 _HELPER_PREFIX = "_keras_clone_fix_"
@@ -116,6 +125,40 @@ def arguments_not_in_inputs(kwargs, node):
     return kept
 
 
+def _nodes(tree):
+    """Every node in `tree`, as ast.walk finds them, in one list (a third of
+    ast.walk's time: no generators)."""
+    nodes = [tree]
+    for node in nodes:  # grows as it goes
+        for field in node._fields:
+            value = getattr(node, field, None)
+            if isinstance(value, ast.AST):
+                nodes.append(value)
+            elif isinstance(value, list):
+                nodes.extend(item for item in value if isinstance(item, ast.AST))
+    return nodes
+
+
+def _located(new, at):
+    """`new`, made here around nodes of the source, with the location of
+    `at` wherever it has none: what compile needs, without
+    fix_missing_locations's walk of the whole function."""
+    for node in _nodes(new):
+        if "lineno" in node._attributes and not hasattr(node, "lineno"):
+            ast.copy_location(node, at)
+    return new
+
+
+def _unlocated_copy(node):
+    """A copy of an expression, without its locations (given where it is put)."""
+    if isinstance(node, list):
+        return [_unlocated_copy(item) for item in node]
+    if not isinstance(node, ast.AST):
+        return node
+    return type(node)(**dict((field, _unlocated_copy(getattr(node, field, None)))
+                             for field in node._fields))
+
+
 def _helper(function):
     return ast.Name(id=_HELPER_PREFIX + function.__name__, ctx=ast.Load())
 
@@ -133,8 +176,16 @@ def _is_attribute(node, owner, attribute):
             and _name(node.value) == owner)
 
 
+# The fields of a statement (or except clause) that hold statements.
+_STATEMENT_LISTS = ("body", "orelse", "handlers", "finalbody")
+
+
 class Rule(ast.NodeTransformer):
-    """One rewrite; `found` counts the places it rewrote."""
+    """One rewrite; `found` counts the places it rewrote.
+
+    Its walk visits statements only, as rules rewrite statements: a tenth of
+    the nodes. A rule that looks inside expressions walks them itself.
+    """
 
     helpers = ()  # functions of this module the rewritten code calls
 
@@ -143,6 +194,20 @@ class Rule(ast.NodeTransformer):
 
     def rewritten(self, node):
         self.found += 1
+        return node
+
+    def generic_visit(self, node):
+        for field in _STATEMENT_LISTS:
+            statements = getattr(node, field, None)
+            if isinstance(statements, list):
+                kept = []
+                for statement in statements:
+                    visited = self.visit(statement)
+                    if isinstance(visited, list):
+                        kept.extend(visited)
+                    elif visited is not None:
+                        kept.append(visited)
+                setattr(node, field, kept)
         return node
 
 
@@ -163,8 +228,7 @@ class CopyNodeArguments(Rule):
         arguments = (value.values[0] if isinstance(value, ast.BoolOp)
                      and isinstance(value.op, ast.Or) else value)
         if _name(node.targets[0]) == "kwargs" and _is_attribute(arguments, "node", "arguments"):
-            node.value = ast.copy_location(_call(ast.Name(id="dict", ctx=ast.Load()), value),
-                                           value)
+            node.value = _located(_call(ast.Name(id="dict", ctx=ast.Load()), value), value)
             return self.rewritten(node)
         return node
 
@@ -187,7 +251,7 @@ class PropagatedMaskNotPassedBack(Rule):
         if (_name(node.targets[0]) == "kwargs" and isinstance(value, ast.Call)
                 and _name(value.func) == "dict" and len(value.args) == 1
                 and _is_attribute(value.args[0], "node", "arguments")):
-            node.value = ast.copy_location(
+            node.value = _located(
                 _call(_helper(without_propagated_mask), value, ast.Name(id="node", ctx=ast.Load())),
                 value)
             return self.rewritten(node)
@@ -228,7 +292,7 @@ class RecordedOutputMasks(Rule):
 
     def visit_Assign(self, node):
         if _name(node.targets[0]) == "output_masks":
-            node.value = ast.copy_location(
+            node.value = _located(
                 _call(_helper(recorded_output_masks), ast.Name(id="output_tensors", ctx=ast.Load())),
                 node.value)
             return self.rewritten(node)
@@ -247,13 +311,24 @@ class OneMaskPerOutput(Rule):
 
     helpers = (one_mask_per_output,)
 
-    def visit_Call(self, node):
-        self.generic_visit(node)
-        if isinstance(node.func, ast.Attribute) and node.func.attr == "compute_mask":
-            return ast.copy_location(self.rewritten(_call(
-                _helper(one_mask_per_output), node,
-                ast.Name(id="output_tensors", ctx=ast.Load()))), node)
+    def visit_FunctionDef(self, node):
+        for call in _nodes(node):
+            if (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+                    and call.func.attr == "compute_mask"):
+                self.rewritten(self.expand(call))
         return node
+
+    @staticmethod
+    def expand(call):
+        """`call` becomes `one_mask_per_output(<call>, output_tensors)` in
+        place: a walk that knows no parents can rewrite it."""
+        inner = ast.copy_location(type(call)(**dict(
+            (field, getattr(call, field, None)) for field in call._fields)), call)
+        for field in call._fields:  # Python 2 has starargs and kwargs too
+            setattr(call, field, [] if isinstance(getattr(call, field, None), list) else None)
+        call.func = _helper(one_mask_per_output)
+        call.args = [inner, ast.Name(id="output_tensors", ctx=ast.Load())]
+        return _located(call, inner)
 
 
 def _takes_node_arguments(statement):
@@ -287,19 +362,16 @@ class MapTensorsInCallArguments(Rule):
     helpers = (tensors_mapped,)
 
     def visit_FunctionDef(self, node):
-        keys = [test.left for test in ast.walk(node)
+        keys = [test.left for test in _nodes(node)
                 if isinstance(test, ast.Compare) and len(test.ops) == 1
                 and isinstance(test.ops[0], ast.In)
                 and _name(test.comparators[0]) == "tensor_map"
-                and "x" in [_name(name) for name in ast.walk(test.left)]]
+                and "x" in [_name(name) for name in _nodes(test.left)]]
         if not keys or any(ast.dump(key) != ast.dump(keys[0]) for key in keys):
             return node  # no key, or keys that disagree: found stays 0
-        self.key = ast.parse("lambda x: None", mode="eval").body
-        self.key.body = copy.deepcopy(keys[0])
-        for part in ast.walk(self.key):  # located where it is inserted
-            for attribute in ("lineno", "col_offset", "end_lineno", "end_col_offset"):
-                if hasattr(part, attribute):
-                    delattr(part, attribute)
+        # A copy for each place it is inserted, located there.
+        self.key = _unlocated_copy(ast.parse("lambda x: None", mode="eval").body)
+        self.key.body = keys[0]
         return self.generic_visit(node)
 
     def visit_If(self, node):
@@ -308,8 +380,8 @@ class MapTensorsInCallArguments(Rule):
             mapped = _assign_kwargs(_call(_helper(tensors_mapped),
                                           ast.Name(id="kwargs", ctx=ast.Load()),
                                           ast.Name(id="tensor_map", ctx=ast.Load()),
-                                          self.key))
-            return [node, ast.copy_location(self.rewritten(mapped), node)]
+                                          _unlocated_copy(self.key)))
+            return [node, _located(self.rewritten(mapped), node)]
         return node
 
 
@@ -336,26 +408,78 @@ class ArgumentsInInputsPassedOnce(Rule):
             kept = _assign_kwargs(_call(_helper(arguments_not_in_inputs),
                                         ast.Name(id="kwargs", ctx=ast.Load()),
                                         ast.Name(id="node", ctx=ast.Load())))
-            return [node, ast.copy_location(self.rewritten(kept), node)]
+            return [node, _located(self.rewritten(kept), node)]
         return node
 
 
 def _function_def(original):
-    """The ast of `original`'s definition, at its line in its file."""
+    """The ast of `original`'s definition, at its lines in its file.
+
+    Read as inspect.getsource would, without its tokenizer: the file's
+    lines (linecache, reread if the file changed on disk since) from the
+    code's first line to the last its line table names, with the lines
+    after those added one by one until they parse (a last statement may
+    run over several). Lines after it that compile to nothing (`else:
+    pass`) may be left out; _check_source_is_running_code proves the text
+    is the running function either way.
+    """
     if not isinstance(original, types.FunctionType):
         raise UnsupportedFunction("expected a plain function, found {!r}".format(original))
-    if original.__code__.co_freevars:
+    code = original.__code__
+    if code.co_freevars:
         raise UnsupportedFunction("it is a closure")
-    try:
-        source = textwrap.dedent(inspect.getsource(original))
-    except (EnvironmentError, TypeError) as error:  # Python 2 raises IOError
-        raise UnsupportedFunction("its source is not available: {}".format(error))
-    module = ast.parse(source)
-    ast.increment_lineno(module, original.__code__.co_firstlineno - 1)
-    definition = module.body[0] if len(module.body) == 1 else None
+    linecache.checkcache(code.co_filename)
+    lines = linecache.getlines(code.co_filename, original.__globals__)
+    first = code.co_firstlineno
+    if not 0 < first <= len(lines):
+        raise UnsupportedFunction("its source is not available: no line {} in {}".format(
+            first, code.co_filename))
+    last = max([first] + [line for _, line in dis.findlinestarts(code) if line is not None])
+    # An indented def (a method, a nested function) is parsed as it stands,
+    # under an `if 1:` on the line before: at its own lines, and no text of
+    # it (a docstring) changed by dedenting.
+    indented = lines[first - 1][:1] in (" ", "\t")
+    above = "\n" * (first - 2) + "if 1:\n" if indented else "\n" * (first - 1)
+    while True:
+        try:
+            module = ast.parse(above + "".join(lines[first - 1:last]))
+            break
+        except SyntaxError as error:
+            if last >= len(lines):
+                raise UnsupportedFunction("its source in {} does not parse: {}".format(
+                    code.co_filename, error))
+            last += 1
+    body = module.body[0].body if indented else module.body
+    definition = body[0] if len(body) == 1 else None
     if not isinstance(definition, ast.FunctionDef) or definition.decorator_list:
         raise UnsupportedFunction("its source is not one undecorated def")
     return definition
+
+
+# What must be the same in the code compiled from the source and the code
+# that runs, besides the constants (compared with _same_code).
+_COMPARED = ("co_name", "co_argcount", "co_code", "co_names", "co_varnames", "co_freevars",
+             "co_cellvars", "co_firstlineno")
+
+
+def _same_code(compiled, running, owner):
+    """Whether two code objects are the same function at the same line:
+    bytecode, names, constants, and nested functions alike. `owner` is what
+    the running function's qualified name has before its name ('Network.'):
+    Python 3 keeps its nested functions' qualified names among the constants,
+    and the compiled ones lack it."""
+    if any(getattr(compiled, name) != getattr(running, name) for name in _COMPARED):
+        return False
+    if len(compiled.co_consts) != len(running.co_consts):
+        return False
+    for mine, theirs in zip(compiled.co_consts, running.co_consts):
+        if isinstance(mine, types.CodeType) and isinstance(theirs, types.CodeType):
+            if not _same_code(mine, theirs, owner):
+                return False
+        elif type(mine) is not type(theirs) or (mine != theirs and not (
+                isinstance(mine, str) and theirs == owner + mine)):
+            return False
+    return True
 
 
 def _check_source_is_running_code(definition, original):
@@ -365,8 +489,8 @@ def _check_source_is_running_code(definition, original):
     compiled = next(const for const in compile(module, code.co_filename, "exec",
                                                dont_inherit=True).co_consts
                     if isinstance(const, types.CodeType))
-    if (compiled.co_name, compiled.co_code, compiled.co_names, compiled.co_varnames) != (
-            code.co_name, code.co_code, code.co_names, code.co_varnames):
+    qualified = getattr(original, "__qualname__", original.__name__)  # Python 2: no __qualname__
+    if not _same_code(compiled, code, qualified[:-len(original.__name__)]):
         raise UnsupportedFunction(
             "its source in {} does not match the running code".format(code.co_filename))
 
@@ -399,7 +523,6 @@ def build_fixed(original, rules):
     names = [_HELPER_PREFIX + helper.__name__ for helper in helpers]
     module = ast.parse("def _factory({}):\n    return {}\n".format(", ".join(names), definition.name))
     module.body[0].body.insert(0, definition)
-    ast.fix_missing_locations(module)
     scratch = {}
     exec(compile(module, original.__code__.co_filename, "exec", dont_inherit=True), scratch)
     made = scratch["_factory"](*helpers)

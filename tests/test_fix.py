@@ -266,3 +266,36 @@ def test_input_tensors_with_a_mask_are_refused_as_before(clone_mode):
     with pytest.raises(ValueError if NESTS_ON_MASKED_TENSORS else TypeError,
                        match="does not support masking|Graph disconnected"):
         keras.models.clone_model(model, input_tensors=[masked])
+
+
+def installed_targets():
+    from keras_clone_fix._affected import targets_for
+    return targets_for("keras", keras.__version__)
+
+
+@pytest.mark.parametrize("target", installed_targets(), ids=lambda target: target.attribute)
+def test_source_read_is_what_inspect_reads(target):
+    """_fix reads the installed def from its lines, not with
+    inspect.getsource: both give the same def, at the same lines."""
+    import ast
+    import importlib
+    import inspect
+    import textwrap
+    from keras_clone_fix import _fix
+    function = importlib.import_module(target.module)
+    for name in target.attribute.split("."):
+        function = vars(function)[name]
+    while hasattr(function, "__wrapped__"):  # ours, or another tool's
+        function = function.__wrapped__
+    read = ast.parse(textwrap.dedent(inspect.getsource(function))).body[0]
+    ast.increment_lineno(read, function.__code__.co_firstlineno - 1)
+    ours = _fix._function_def(function)
+    # inspect's text is dedented, docstring and all; ours is as in the file.
+    assert ast.get_docstring(ours) == ast.get_docstring(read)
+    for definition in (ours, read):
+        if ast.get_docstring(definition, clean=False) is not None:
+            del definition.body[0]
+    assert ast.dump(ours) == ast.dump(read)
+    # At the same lines (columns: ours are the file's, inspect's dedented).
+    assert ([getattr(node, "lineno", None) for node in ast.walk(ours)]
+            == [getattr(node, "lineno", None) for node in ast.walk(read)])

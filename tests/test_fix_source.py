@@ -6,6 +6,7 @@ test_call_on_new_tensors.py prove the rules on real Keras.
 """
 
 import functools
+import sys
 
 import pytest
 
@@ -223,3 +224,98 @@ def no_key_test(node, layer, tensor_map):
 def test_map_tensors_needs_the_routines_key():
     with pytest.raises(UnsupportedFunction, match="MapTensorsInCallArguments"):
         build_fixed(no_key_test, [_fix.MapTensorsInCallArguments])
+
+
+# How the source is read (the lines from the code's first line to the last
+# its line table names, then line by line until they parse), and what the
+# check that it is the running code refuses.
+
+def last_statement_over_lines(node, layer, computed_mask):
+    kwargs = node.arguments
+    output_masks = to_list(layer.compute_mask(None,
+                                              computed_mask))
+    return (kwargs,
+            output_masks)
+
+
+class Holder(object):
+    def method(self, node, layer):
+        """Indented, with a docstring: read as it stands, not dedented."""
+        kwargs = node.arguments
+        kwargs['mask'] = layer.compute_mask(None)
+        return kwargs
+
+
+def makes_a_nested_def():
+    def nested(node, layer):  # no free variables: not a closure
+        kwargs = node.arguments
+        kwargs['mask'] = layer.compute_mask(None)
+        if kwargs:
+            return kwargs
+        else:
+            pass  # compiles to nothing: the source read may end before it
+    return nested
+
+
+@pytest.mark.parametrize("function", [last_statement_over_lines, Holder.method,
+                                      makes_a_nested_def()])
+def test_reads_the_whole_def(function):
+    node, layer = Node({"training": False}), Layer("m", outputs=1)
+    fixed = build_fixed(getattr(function, "__func__", function),  # Python 2: unbound method
+                        [_fix.CopyNodeArguments])
+    args = (None, node, layer) if function.__name__ == "method" else (node, layer)
+    args += ("m",) if function is last_statement_over_lines else ()
+    fixed(*args)
+    assert node.arguments == {"training": False}
+    assert fixed.__code__.co_firstlineno == function.__code__.co_firstlineno
+
+
+def registered(function):
+    return function  # a decorator that wraps nothing
+
+
+@registered
+def decorated_in_place(node, layer):
+    kwargs = node.arguments
+    return layer.compute_mask(kwargs)
+
+
+def test_refuses_a_decorated_def():
+    with pytest.raises(UnsupportedFunction, match="not one undecorated def"):
+        build_fixed(decorated_in_place, [_fix.OneMaskPerOutput])
+
+
+def write(path, text):
+    with open(path, "w") as module_file:
+        module_file.write(text)
+
+
+MODULE = '''
+def step(node, layer):
+    kwargs = node.arguments
+    kwargs['mask'] = layer.compute_mask({mask})
+    return kwargs
+'''
+
+
+@pytest.mark.parametrize("changed, refused", [
+    (MODULE.format(mask="None"), False),                    # the same: accepted
+    (MODULE.format(mask="'a constant of another length'"), True),
+    (MODULE.format(mask="node"), True),                     # a name changed
+    ("\n" + MODULE.format(mask="None"), True),               # moved down a line
+])
+def test_refuses_source_changed_on_disk_after_import(tmp_path, monkeypatch, changed, refused):
+    module_file = str(tmp_path / "changed_after_import.py")
+    write(module_file, MODULE.format(mask="None"))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import changed_after_import
+    try:
+        build_fixed(changed_after_import.step, [_fix.OneMaskPerOutput])  # read, and cached
+        write(module_file, changed + "\n")  # another size: linecache sees the change
+        if refused:
+            with pytest.raises(UnsupportedFunction, match="does not match the running code"):
+                build_fixed(changed_after_import.step, [_fix.OneMaskPerOutput])
+        else:
+            build_fixed(changed_after_import.step, [_fix.OneMaskPerOutput])
+    finally:
+        del sys.modules["changed_after_import"]

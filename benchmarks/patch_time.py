@@ -1,0 +1,153 @@
+"""Cost of keras_clone_fix.patch() right after the families are imported:
+prints figures, asserts nothing.
+
+Run in an environment where the wheel is installed (`nox -s patch-cost`
+runs it on every affected release of the test matrix):
+
+    python benchmarks/patch_time.py [--runs N] [--no-callgrind]
+                                    [--baseline FILE] [--record FILE]
+
+Each run is a fresh interpreter with KERAS_CLONE_FIX=0 (nothing patched at
+import) that imports keras and tensorflow (those installed), then times
+keras_clone_fix.patch() alone: the figure is the median (min, max) of the
+runs' wall-clock times. The instruction count is the same step under
+valgrind's callgrind, which runs the interpreter with instrumentation off
+(--instr-atstart=no); the interpreter itself switches it on just before
+patch() and off just after with `callgrind_control -i on|off <its pid>`.
+Those two switches cost some instructions themselves (about 0.3 million):
+that count, measured by an interpreter switching on and off with nothing in
+between (and no family imported: the switches do not depend on them), is
+subtracted. Python's hash seed is fixed for those runs, and the
+count is the same to within a few thousand instructions run after run.
+
+--baseline FILE prints the figures FILE holds for the same release beside
+today's; --record FILE adds today's to FILE (benchmarks/patch_time_baseline.json
+holds those of the code before patch() was made cheaper, issue 20).
+"""
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+
+CHILD = r"""
+import json, os, subprocess, sys, time
+clock = getattr(time, "perf_counter", time.time)
+for family in ("keras", "tensorflow") if sys.argv[2] == "patch" else ():
+    try:
+        __import__(family)
+    except ImportError:
+        pass
+import keras_clone_fix
+
+def instrument(state):
+    if sys.argv[1] == "callgrind":
+        with open(os.devnull, "w") as quiet:
+            subprocess.check_call(["callgrind_control", "-i", state, str(os.getpid())],
+                                  stdout=quiet)
+
+instrument("on")
+began = clock()
+status = keras_clone_fix.patch() if sys.argv[2] == "patch" else None
+took = clock() - began
+instrument("off")
+if status is not None:
+    patched = sorted(set(name.split(".")[0] for name, on in status.targets.items() if on))
+    versions = dict((family, getattr(sys.modules.get(family), "__version__", None))
+                    for family in ("keras", "tensorflow"))
+    print(json.dumps({"seconds": took, "patched": status.patched,
+                      "families": ["{} {}".format(family, versions[family]) for family in patched]}))
+"""
+
+ENV = dict((k, v) for k, v in os.environ.items() if not k.startswith("KERAS_CLONE_FIX"))
+ENV.update(KERAS_CLONE_FIX="0", TF_CPP_MIN_LOG_LEVEL="3", PYTHONHASHSEED="0")
+
+
+def run(command):
+    """stdout of a command that must succeed."""
+    process = subprocess.Popen(command, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               universal_newlines=True)
+    stdout, stderr = process.communicate()
+    if process.returncode:
+        raise subprocess.CalledProcessError(process.returncode, command, stdout + stderr)
+    return stdout
+
+
+def patch_once(mode="time", step="patch"):
+    output = run([sys.executable, "-c", CHILD, mode, step]).strip().splitlines()
+    return json.loads(output[-1]) if step == "patch" else None
+
+
+def median(values):
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2.0
+
+
+def callgrind_total(step):
+    """Instructions callgrind counted with instrumentation on, in a child
+    doing `step` ("patch" or "nothing") between the switches."""
+    handle, out_file = tempfile.mkstemp(prefix="patch-time-callgrind.")
+    os.close(handle)
+    try:
+        run(["valgrind", "--tool=callgrind", "--instr-atstart=no",
+             "--callgrind-out-file=" + out_file, sys.executable, "-c", CHILD, "callgrind", step])
+        with open(out_file) as counts:
+            totals = [line.split()[1] for line in counts if line.startswith("totals:")]
+        return int(totals[0])
+    finally:
+        os.remove(out_file)
+
+
+def label(families):
+    return ", ".join(families) or "nothing patched"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=21)
+    parser.add_argument("--no-callgrind", dest="callgrind", action="store_false")
+    parser.add_argument("--baseline", help="JSON file of earlier figures, printed beside")
+    parser.add_argument("--record", help="JSON file to add these figures to")
+    options = parser.parse_args()
+
+    results = [patch_once() for _ in range(options.runs)]
+    assert all(result["patched"] for result in results), results[0]
+    families = label(results[0]["families"])
+    key = "python {}: {}".format(platform.python_version(), families)
+    times = [result["seconds"] * 1e3 for result in results]
+    figures = {"median_ms": median(times), "min_ms": min(times), "max_ms": max(times),
+               "runs": len(times)}
+    if options.callgrind:
+        switches = callgrind_total("nothing")
+        figures["instructions"] = callgrind_total("patch") - switches
+        figures["switch_instructions"] = switches
+
+    baseline = {}
+    if options.baseline and os.path.exists(options.baseline):
+        with open(options.baseline) as stored:
+            baseline = json.load(stored).get(key, {})
+    print("patch() on " + key)
+    print("  {:<10} {:>10} {:>9} {:>9} {:>14}".format("", "median ms", "min ms", "max ms",
+                                                       "instructions"))
+    for name, row in (("before", baseline), ("now", figures)):
+        if row:
+            print("  {:<10} {:>10.2f} {:>9.2f} {:>9.2f} {:>14}".format(
+                name, row["median_ms"], row["min_ms"], row["max_ms"],
+                "{:,}".format(row["instructions"]) if "instructions" in row else "-"))
+    if options.record:
+        recorded = {}
+        if os.path.exists(options.record):
+            with open(options.record) as stored:
+                recorded = json.load(stored)
+        recorded[key] = figures
+        with open(options.record, "w") as stored:
+            json.dump(recorded, stored, indent=1, sort_keys=True)
+            stored.write("\n")
+
+
+if __name__ == "__main__":
+    main()
