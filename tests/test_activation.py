@@ -74,7 +74,7 @@ patched_here = pytest.mark.skipif(not AFFECTED, reason="needs an affected Keras,
 def current_objects():
     """{target name: the object at that target now}, for every target of the
     imported families (keras, and tf.keras where TensorFlow is affected)."""
-    return _activation._installed(FAMILIES)
+    return {name: spine[0][1] for name, spine in _activation._installed(FAMILIES).items()}
 
 
 def keras_names(objects):
