@@ -352,10 +352,12 @@ def _targets(families):
 
 
 def _installed(families):
-    """{target name: the chain's changeable links (_spine) at that target
-    now} for these families."""
+    """{target name: the changeable links of the chain at that target now,
+    the target's own first} for these families: what restore_state() puts
+    back."""
     found = ((target_name(target), _found(target)) for target in _targets(families))
-    return {name: _spine(at[2]) for name, at in found if at is not None}
+    return {name: [link for link in _links(at[2]) if _changeable(link[0])]
+            for name, at in found if at is not None}
 
 
 def _apply(families, force):
@@ -386,19 +388,23 @@ def _apply(families, force):
         raise PatchError(state.reason)
 
 
+def _take_out(target):
+    """Take our wrapper out of the chain at a target, Keras's original
+    back where it was; why it stays, where another tool's closure holds it."""
+    found = _found(target)
+    ours = found and _ours(found[2])
+    if ours and _changeable(ours[0]):
+        _put(found[0], found[1], ours[0], ours[1].__wrapped__)
+    elif ours:
+        return _stays_patched(target, ours[0])
+    return None
+
+
 def _unwrap(families):
-    """Take our wrapper out of the chain at every target of these families,
-    the original back where it was (lock held); why it stays at those where
-    another tool's closure holds it."""
-    stays = []
-    for target in _targets(families):
-        found = _found(target)
-        ours = found and _ours(found[2])
-        if ours and _changeable(ours[0]):
-            _put(found[0], found[1], ours[0], ours[1].__wrapped__)
-        elif ours:
-            stays.append(_stays_patched(target, ours[0]))
-    return stays
+    """_take_out() at every target of these families (lock held); why the
+    fix stays at some, if it does."""
+    stays = (_take_out(target) for target in _targets(families))
+    return [why for why in stays if why is not None]
 
 
 def _wait_for_the_rest():

@@ -18,7 +18,6 @@ ten of the first hundred), so fewer than 30 would test little.
 """
 
 import collections
-import importlib
 import json
 import os
 import subprocess
@@ -29,22 +28,15 @@ from hypothesis import HealthCheck, settings, strategies
 from hypothesis.stateful import (
     RuleBasedStateMachine, initialize, precondition, rule, run_state_machine_as_test)
 
-from conftest import TESTS, installed
+from conftest import RELEASE_TARGETS, TESTS
 from keras_clone_fix import FAMILIES
-from keras_clone_fix._affected import target_name, targets_for
+from keras_clone_fix._affected import target_name
 
 SEQUENCES = int(os.environ.get("ACTIVATION_SEQUENCES", "30"))
 STEPS = int(os.environ.get("ACTIVATION_STEPS", "10"))
 RAN = collections.Counter()  # sequences, and steps of each event: the terminal summary
 
 
-def release_targets():
-    """{family: [targets]} of the releases installed here."""
-    return {family: targets_for(family, importlib.import_module(family).__version__)
-            if installed(family) else [] for family in FAMILIES}
-
-
-RELEASE_TARGETS = release_targets()
 
 
 class Driver(object):
