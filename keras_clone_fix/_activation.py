@@ -281,8 +281,9 @@ def _links(top):
 
 def _changeable(holder):
     """Whether what `holder` holds can be changed: the target itself, or a
-    wrapt proxy (its `__wrapped__` is what it calls). A closure's cells, or
-    functools.wraps's `__wrapped__`, are not what runs, or cannot be set."""
+    wrapt proxy (its `__wrapped__` is what it calls). Not a closure: what it
+    calls is in a cell (which Python 2 cannot set), and functools.wraps's
+    `__wrapped__` only records it."""
     wrapt = sys.modules.get("wrapt")
     # wrapt 2 made ObjectProxy a subclass of the proxies' base.
     proxy = wrapt and getattr(wrapt, "BaseObjectProxy", wrapt.ObjectProxy)
