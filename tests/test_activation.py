@@ -315,8 +315,7 @@ def keras_original(target):
 
 @every_target
 @pytest.mark.parametrize("wrapper", sorted(WRAPPERS))
-def test_status_finds_the_fix_under_another_tools_wrapper(target, wrapper, restore_fix_state,
-                                                          fresh_graph):
+def test_status_finds_the_fix_under_another_tools_wrapper(target, wrapper, restore_fix_state):
     original = keras_original(target)
     keras_clone_fix.patch()
     install(wrapper, target)
@@ -329,8 +328,7 @@ def test_status_finds_the_fix_under_another_tools_wrapper(target, wrapper, resto
 
 
 @every_target
-def test_unpatch_takes_the_fix_out_from_under_wrapt_wrappers(target, restore_fix_state,
-                                                             fresh_graph):
+def test_unpatch_takes_the_fix_out_from_under_wrapt_wrappers(target, restore_fix_state):
     original = keras_original(target)
     keras_clone_fix.patch()
     install("wrapt", target, "inner")
@@ -349,8 +347,7 @@ def test_unpatch_takes_the_fix_out_from_under_wrapt_wrappers(target, restore_fix
 
 @every_target
 @pytest.mark.parametrize("wrapper", CLOSURES)
-def test_unpatch_leaves_the_fix_held_in_another_tools_closure(target, wrapper, restore_fix_state,
-                                                              fresh_graph):
+def test_unpatch_leaves_the_fix_held_in_another_tools_closure(target, wrapper, restore_fix_state):
     keras_original(target)
     keras_clone_fix.patch()
     install(wrapper, target)
@@ -367,7 +364,7 @@ def test_unpatch_leaves_the_fix_held_in_another_tools_closure(target, wrapper, r
 
 
 @every_target
-def test_a_replacement_is_not_patched(target, restore_fix_state, fresh_graph):
+def test_a_replacement_is_not_patched(target, restore_fix_state):
     keras_clone_fix.unpatch()
     keras_clone_fix.patch()
     install("replacement", target)
@@ -381,7 +378,7 @@ def test_a_replacement_is_not_patched(target, restore_fix_state, fresh_graph):
 
 @every_target
 @pytest.mark.parametrize("wrapper", sorted(OTHERS))
-def test_patch_over_another_tools_wrapper(target, wrapper, restore_fix_state, fresh_graph):
+def test_patch_over_another_tools_wrapper(target, wrapper, restore_fix_state):
     """Under a wrapt proxy ours goes in, their wrapper still running; another
     tool's closure or replacement is not Keras's function: refused (as before)."""
     original = keras_original(target)
