@@ -89,8 +89,8 @@ def unpatch():
 
 def status():
     """The fix's state, read from what is installed at each target: an
-    object with patched (bool), targets (dict: each target -> whether our
-    wrapper is there), keras_version and tensorflow_version (str or None),
+    object with patched (bool), targets (dict: each target -> whether its
+    fix runs there), keras_version and tensorflow_version (str or None),
     reason (str) and activated_by (str or None). Imports nothing."""
     from keras_clone_fix import _activation
     return _activation.status()

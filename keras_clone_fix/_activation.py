@@ -4,10 +4,13 @@ Loaded when a family (keras, tensorflow) arrives or when the API is used,
 never at interpreter start (that is the package's __init__). wrapt and the
 fix itself are imported only to patch an affected release.
 
-Whether a target is patched is read from the target: our wrapper is there
-(`FixedFunction`, whose `__wrapped__` is the original) or it is not. Nothing
-else records it, so status() cannot drift from what runs, whatever reloads,
-restores or other patchers did meanwhile.
+Whether a target is patched is read from the target: our wrapper
+(`FixedFunction`, whose `__wrapped__` is the original) is in the chain of
+wrappers there, or it is not. Nothing else records it, so status() cannot
+drift from what runs, whatever reloads, restores or other patchers did
+meanwhile. Other tools' wrappers are lived with: ours goes in right around
+Keras's original, under any wrapt proxies there, and comes out from under
+them; inside another tool's closure it can be found but not taken out.
 
 The wait for a family is not wrapt's post-import hook: importing wrapt costs
 20 - 95 ms, too much for every interpreter. It is the same idea in a few
@@ -24,6 +27,7 @@ import collections
 import contextlib
 import importlib
 import sys
+import types
 
 from keras_clone_fix import FAMILIES, KerasCloneFixWarning, PatchError, _arm, _env_flag, _state
 from keras_clone_fix._affected import is_affected, target_name, targets_for
@@ -157,8 +161,8 @@ class Status(object):
     patched: bool, every target of the imported families is patched (and
         there is at least one).
     targets: dict, each patch target of the imported releases
-        (module.function or module.Class.method) -> whether our wrapper is
-        installed there now.
+        (module.function or module.Class.method) -> whether calling it runs
+        the fix: our wrapper is in the chain of wrappers there.
     keras_version, tensorflow_version: str or None (None: not imported).
     reason: str, why it is patched or not, for people.
     activated_by: str or None, what asked for the fix.
@@ -236,11 +240,100 @@ def _fixed_function_type():
 _made = []
 
 
+# How far _links() looks: chains of wrappers are a few deep; the bound
+# keeps a pathological object graph (a mock answering every attribute) cheap.
+MAX_LINKS = 64
+
+
+def _inner(function):
+    """The callables `function` calls into, as far as can be seen: its
+    `__wrapped__` (wrapt proxies, functools.wraps on Python 3), or else the
+    callables in a plain function's closure (a closure, or functools.wraps
+    on Python 2, which sets no `__wrapped__`)."""
+    wrapped = getattr(function, "__wrapped__", None)
+    if wrapped is not None:
+        return [wrapped]
+    if type(function) is types.FunctionType and function.__closure__:
+        inner = []
+        for cell in function.__closure__:
+            try:
+                if callable(cell.cell_contents):
+                    inner.append(cell.cell_contents)
+            except ValueError:  # an empty cell
+                pass
+        return inner
+    return []
+
+
+def _links(top):
+    """(holder, object) for `top` (holder None: the target itself) and for
+    each callable reachable from it through _inner(), depth first: the
+    chain of wrappers at a target. Bounded, and each object once."""
+    seen = set()
+    pending = [(None, top)]
+    while pending and len(seen) < MAX_LINKS:
+        holder, function = pending.pop()
+        if id(function) not in seen:
+            seen.add(id(function))
+            yield holder, function
+            pending.extend((function, inner) for inner in reversed(_inner(function)))
+
+
+def _changeable(holder):
+    """Whether what `holder` holds can be changed: the target itself, or a
+    wrapt proxy (its `__wrapped__` is what it calls). Not a closure: what it
+    calls is in a cell (which Python 2 cannot set), and functools.wraps's
+    `__wrapped__` only records it."""
+    wrapt = sys.modules.get("wrapt")
+    # wrapt 2 made ObjectProxy a subclass of the proxies' base.
+    proxy = wrapt and getattr(wrapt, "BaseObjectProxy", wrapt.ObjectProxy)
+    return holder is None or (proxy is not None and isinstance(holder, proxy))
+
+
+def _spine(top):
+    """The changeable links from the top: the target, then each wrapt
+    proxy's `__wrapped__` down to the first object that is none."""
+    spine = []
+    for link in _links(top):
+        if not _changeable(link[0]):
+            break
+        spine.append(link)
+    return spine
+
+
+def _ours(top):
+    """(holder, our wrapper) in the chain at a target, or None."""
+    return next(((holder, function) for holder, function in _links(top) if is_fixed(function)),
+                None)
+
+
+def _put(owner, name, holder, function):
+    """Make `holder` (None: the target owner.name) hold `function`."""
+    if holder is None:
+        setattr(owner, name, function)
+    else:
+        holder.__wrapped__ = function
+
+
+def _stays_patched(target, holder):
+    """Why our wrapper at this target cannot be taken out."""
+    if type(holder) is types.FunctionType:
+        code = holder.__code__
+        holder = "the function {} at {}:{}".format(holder.__name__, code.co_filename,
+                                                    code.co_firstlineno)
+    return ("{} stays patched: the fix is held inside {} (another tool's wrapper), "
+            "which cannot be changed".format(target_name(target), holder))
+
+
 def _wrap(target):
-    """Install the fixed twin of a target, wrapping its original."""
+    """Install the fixed twin of a target around its original: at the
+    target, or under the wrapt proxies there (their wrappers still run,
+    then ours). Another tool's closure or replacement is not Keras's
+    function: build_fixed refuses it."""
     from keras_clone_fix import _fix
 
-    owner, name, original = _resolve(target)
+    owner, name, top = _resolve(target)
+    holder, original = _spine(top)[-1]
     fixed = _fix.build_fixed(original, [getattr(_fix, rule) for rule in target.rules])
 
     def call_fixed(wrapped, instance, args, kwargs):
@@ -251,7 +344,7 @@ def _wrap(target):
     # Wrapped here rather than by wrapt.wrap_function_wrapper, whose own
     # lookup of a method on Python 2 (wrapt 1.10) would wrap the unbound
     # method, not the function that unpatch() puts back.
-    setattr(owner, name, _fixed_function_type()(original, call_fixed))
+    _put(owner, name, holder, _fixed_function_type()(original, call_fixed))
 
 
 def _targets(families):
@@ -260,9 +353,12 @@ def _targets(families):
 
 
 def _installed(families):
-    """{target name: the object at that target now} for these families."""
+    """{target name: the changeable links of the chain at that target now,
+    the target's own first} for these families: what restore_state() puts
+    back."""
     found = ((target_name(target), _found(target)) for target in _targets(families))
-    return {name: at[2] for name, at in found if at is not None}
+    return {name: [link for link in _links(at[2]) if _changeable(link[0])]
+            for name, at in found if at is not None}
 
 
 def _apply(families, force):
@@ -278,7 +374,7 @@ def _apply(families, force):
         if should_patch:
             for target in targets_for(family, version):
                 found = _found(target)
-                if found is None or not is_fixed(found[2]):
+                if found is None or _ours(found[2]) is None:
                     try:
                         _wrap(target)
                     except UnsupportedFunction as error:
@@ -293,14 +389,23 @@ def _apply(families, force):
         raise PatchError(state.reason)
 
 
+def _take_out(target):
+    """Take our wrapper out of the chain at a target, Keras's original
+    back where it was; why it stays, where another tool's closure holds it."""
+    found = _found(target)
+    ours = found and _ours(found[2])
+    if ours and _changeable(ours[0]):
+        _put(found[0], found[1], ours[0], ours[1].__wrapped__)
+    elif ours:
+        return _stays_patched(target, ours[0])
+    return None
+
+
 def _unwrap(families):
-    """Put back the original at every target of these families where our
-    wrapper is (lock held)."""
-    for target in _targets(families):
-        found = _found(target)
-        if found is not None and is_fixed(found[2]):
-            owner, name, wrapper = found
-            setattr(owner, name, wrapper.__wrapped__)
+    """_take_out() at every target of these families (lock held); why the
+    fix stays at some, if it does."""
+    stays = (_take_out(target) for target in _targets(families))
+    return [why for why in stays if why is not None]
 
 
 def _wait_for_the_rest():
@@ -338,7 +443,9 @@ def unpatch():
     waiting for imports; returns status()."""
     with lock:
         disarm()
-        _unwrap(FAMILIES)
+        stays = _unwrap(FAMILIES)
+        if stays:
+            warn("unpatch(): " + "; ".join(stays))
         state.activated_by = None
         state.decisions = {}
         state.reason = "unpatched by keras_clone_fix.unpatch()"
@@ -348,8 +455,14 @@ def unpatch():
 def status():
     """The fix's state in this process, read from the targets; imports nothing."""
     with lock:
-        targets = {target_name(target): False for target in _targets(FAMILIES)}
-        targets.update((name, is_fixed(function)) for name, function in _installed(FAMILIES).items())
+        targets = {}
+        stays = []
+        for target in _targets(FAMILIES):
+            found = _found(target)
+            ours = found and _ours(found[2])
+            targets[target_name(target)] = bool(ours)
+            if ours and state.activated_by is None and not _changeable(ours[0]):
+                stays.append(_stays_patched(target, ours[0]))
         reason = state.reason
         if reason is None:
             reason = "waiting for {}".format(" or ".join(
@@ -357,7 +470,7 @@ def status():
             ) if state.watcher is not None else "not activated"
         return Status(patched=bool(targets) and all(targets.values()), targets=targets,
                       keras_version=_version("keras"), tensorflow_version=_version("tensorflow"),
-                      reason=reason, activated_by=state.activated_by)
+                      reason="; ".join([reason] + stays), activated_by=state.activated_by)
 
 
 Saved = collections.namedtuple("Saved", "families objects waiting activated_by reason decisions")
@@ -365,8 +478,9 @@ Saved = collections.namedtuple("Saved", "families objects waiting activated_by r
 
 def save_state():
     """What restore_state() needs to put this process back as it is now:
-    the very objects at every target of the imported families, and whether
-    the fix waits for the others."""
+    the very objects at every target of the imported families, and those
+    held by the wrapt proxies there, and whether the fix waits for the
+    others."""
     with lock:
         families = [family for family in FAMILIES if _imported(family)]
         return Saved(families, _installed(families), state.watcher is not None,
@@ -383,7 +497,8 @@ def restore_state(saved):
             name = target_name(target)
             if name in saved.objects:
                 owner, attribute, _ = _resolve(target)
-                setattr(owner, attribute, saved.objects[name])
+                for holder, function in saved.objects[name]:
+                    _put(owner, attribute, holder, function)
         arrived_since = [family for family in FAMILIES
                          if family not in saved.families and _imported(family)]
         state.activated_by, state.reason, state.decisions = (

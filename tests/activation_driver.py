@@ -2,8 +2,10 @@
 
 It reads one event a line from stdin, makes it happen, and prints one JSON
 line of what it then sees. What is installed at each target is read here
-without the package's own helpers (the module attribute, and the class of
-the object there), so the test compares status() with an independent view.
+without the package's own helpers (other_tools.chain: the module attribute,
+the class of our wrapper, and what other_tools made), so the test compares
+status() with an independent view. "other KIND LABEL MODULE ATTRIBUTE" is
+another tool patching a target (other_tools.install).
 
     python activation_driver.py        # with the installed .pth, as users run
 """
@@ -13,6 +15,9 @@ import json
 import os
 import sys
 import traceback
+import warnings
+
+import other_tools
 
 try:
     from importlib import reload
@@ -59,15 +64,6 @@ EVENTS = {
     "reload keras.models": lambda: reload(sys.modules["keras.models"]),
     "reload keras_clone_fix": lambda: reload(fix()),
 }
-
-
-def installed_at(module, attribute):
-    """The object at module.attribute (or module.Class.method), or None."""
-    owner = sys.modules.get(module)
-    path = attribute.split(".")
-    for part in path[:-1]:
-        owner = getattr(owner, part, None)
-    return vars(owner).get(path[-1]) if owner is not None else None
 
 
 def keras_behaviour(keras):
@@ -121,23 +117,48 @@ def attempt(action):
     return "ok"
 
 
+def chain_at(module, attribute):
+    """[[kind, label, id]] of what runs at the target, from the top; None
+    where the target's module is not imported."""
+    if sys.modules.get(module) is None:
+        return None
+    return [[kind, label, id(function)]
+            for kind, label, function in other_tools.chain(other_tools.at(module, attribute))]
+
+
+def make_happen(event):
+    """(the PatchError message patch() raised or None, KerasCloneFixWarnings)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            if event.startswith("other "):
+                kind, label, module, attribute = event.split()[1:]
+                other_tools.install(kind, module, attribute, label)
+            else:
+                EVENTS[event]()
+            raised = None
+        except Exception as error:
+            if type(error).__name__ != "PatchError":  # the class of any copy of the package
+                raise
+            raised = str(error)
+    return raised, [str(warning.message) for warning in caught
+                    if warning.category.__name__ == "KerasCloneFixWarning"]
+
+
 def observe(targets, behaviours):
     status = fix().status()
-    objects = {}
-    for module, attribute in targets:
-        found = installed_at(module, attribute)
-        if found is not None:
-            objects[module + "." + attribute] = {
-                "id": id(found), "fixed": type(found).__name__ == "FixedFunction",
-                "original": id(getattr(found, "__wrapped__", found))}
+    chains = {module + "." + attribute: chain_at(module, attribute)
+              for module, attribute in targets}
     imported = [family for family in FAMILIES if sys.modules.get(family) is not None]
+    del other_tools.RAN[:]
     return {
         "status": status.as_dict(),
-        "objects": objects,
+        "chains": {name: chain for name, chain in chains.items() if chain is not None},
         "imported": imported,
         "waiting": any(type(finder).__name__ == "_ImportWatcher" for finder in sys.meta_path),
         "behaviour": {family: BEHAVIOURS[family](sys.modules[family])
                       for family in behaviours if family in imported},
+        "ran": sorted(set(other_tools.RAN)),  # the other tools' patches the behaviours ran
     }
 
 
@@ -148,8 +169,8 @@ def main():
     for line in iter(sys.stdin.readline, ""):
         event = line.strip()
         try:
-            EVENTS[event]()
-            report = observe(targets, behaviours)
+            raised, warned = make_happen(event)
+            report = dict(observe(targets, behaviours), raised=raised, warned=warned)
         except Exception:
             report = {"error": traceback.format_exc()}
         sys.stdout.write(json.dumps(report) + "\n")

@@ -1,3 +1,4 @@
+import importlib
 import json
 import os
 import subprocess
@@ -7,7 +8,8 @@ import threading
 import pytest
 
 import keras_clone_fix
-from keras_clone_fix import _activation
+from keras_clone_fix import FAMILIES, _activation
+from keras_clone_fix._affected import targets_for
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
 SITE_PACKAGES = os.path.dirname(os.path.dirname(os.path.abspath(keras_clone_fix.__file__)))
@@ -72,6 +74,15 @@ def installed(name):
             return False
         return True
     return find_spec(name) is not None
+
+
+def release_targets():
+    """{family: [targets]} of the releases installed here."""
+    return {family: targets_for(family, importlib.import_module(family).__version__)
+            if installed(family) else [] for family in FAMILIES}
+
+
+RELEASE_TARGETS = release_targets()
 
 
 class Finished(object):

@@ -4,14 +4,17 @@ import functools
 import importlib
 import sys
 import threading
+import types
+import warnings
 
 import pytest
 
 import keras_clone_fix
 from keras_clone_fix import FAMILIES, _activation
-from keras_clone_fix._affected import Target, targets_for
+from keras_clone_fix._affected import Target, target_name, targets_for
+import other_tools
 from conftest import (
-    AFFECTED, CLONE_AFFECTED, KERAS, affected_only, installed, probe, run_python)
+    AFFECTED, CLONE_AFFECTED, KERAS, RELEASE_TARGETS, affected_only, installed, probe, run_python)
 from test_fix_source import Layer, Node, step_like_keras
 
 try:
@@ -74,7 +77,7 @@ patched_here = pytest.mark.skipif(not AFFECTED, reason="needs an affected Keras,
 def current_objects():
     """{target name: the object at that target now}, for every target of the
     imported families (keras, and tf.keras where TensorFlow is affected)."""
-    return _activation._installed(FAMILIES)
+    return {name: spine[0][1] for name, spine in _activation._installed(FAMILIES).items()}
 
 
 def keras_names(objects):
@@ -199,8 +202,6 @@ class Network(Node):
 
 def test_wraps_functions_and_methods_with_the_installed_wrapt(monkeypatch):
     """The wrapt calls themselves, on wrapt 1.x and 2.x alike (keras-free envs too)."""
-    import types
-
     import wrapt
 
     module = types.ModuleType("stand_in_for_keras")
@@ -218,6 +219,206 @@ def test_wraps_functions_and_methods_with_the_installed_wrapt(monkeypatch):
         assert wrapper.__wrapped__ is original and _activation.is_fixed(wrapper)
         assert isinstance(wrapper, wrapt.FunctionWrapper)
         assert call()(Layer("m", outputs=3), "m")[1:] == (["m", "m", "m"], 3)
+
+
+def test_takes_the_fix_out_from_under_another_wrapt_wrapper_with_the_installed_wrapt(
+        monkeypatch):
+    """Ours goes in under another tool's wrapt proxy, and comes out from
+    under it, leaving it working: functions and methods, on wrapt 1.x and
+    2.x alike (keras-free envs too)."""
+    module = types.ModuleType("stand_in_for_keras")
+    module.step_like_keras, module.Network = step_like_keras, Network
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    for attribute, call in [
+            ("step_like_keras", lambda: functools.partial(module.step_like_keras, Node())),
+            ("Network.step", lambda: Network().step)]:
+        monkeypatch.setattr(Network, "step", step_like_keras)
+        target = Target("keras", module.__name__, attribute, None, None, ["OneMaskPerOutput"],
+                        "test")
+        other_tools.wrap_with_wrapt(target.module, attribute, "theirs")
+        for fixed in (True, False, True):
+            if fixed:
+                _activation._wrap(target)
+            else:
+                assert _activation._take_out(target) is None
+            assert [link[:2] for link in chain_at(target)] == (
+                [("wrapt", "theirs")] + [("ours", "")] * fixed + [("keras", "")])
+            del other_tools.RAN[:]
+            fixed_result = (["m", "m", "m"], 3)
+            assert (call()(Layer("m", outputs=3), "m")[1:] == fixed_result) is fixed
+            assert other_tools.RAN == ["theirs"]
+
+
+def test_the_walk_of_a_chain_is_bounded_and_cycle_safe():
+    def holds_itself():
+        return holds_itself()
+
+    class Endless(object):  # a mock-like object: every `__wrapped__` is a new one
+        def __call__(self):
+            pass
+
+        @property
+        def __wrapped__(self):
+            return Endless()
+
+    assert [link[1] for link in _activation._links(holds_itself)] == [holds_itself]
+    assert len(list(_activation._links(Endless()))) == _activation.MAX_LINKS
+
+
+# Another tool's patches of a target: wrappers, calling what was there, and a replacement.
+WRAPPERS = {
+    "wrapt": other_tools.wrap_with_wrapt,
+    "functools.wraps": other_tools.wrap_in_closure,
+    "closure": functools.partial(other_tools.wrap_in_closure, keep_wrapped=False),
+}
+OTHERS = dict(WRAPPERS, replacement=other_tools.replace)
+CLOSURES = ["functools.wraps", "closure"]
+EVERY_TARGET = [target for family in FAMILIES for target in RELEASE_TARGETS[family]]
+# ids as a list: pytest before 7 calls an ids function even on an empty set (keras-free envs).
+every_target = pytest.mark.parametrize("target", EVERY_TARGET,
+                                       ids=[target_name(target) for target in EVERY_TARGET])
+
+
+def chain_at(target):
+    return other_tools.chain(other_tools.at(target.module, target.attribute))
+
+
+def kinds_at(target):
+    return [kind for kind, _, _ in chain_at(target)]
+
+
+def fix_runs(target):
+    """Whether calling the target runs the fix: the family's model that
+    every affected release breaks (activation_driver's) works."""
+    from activation_driver import BEHAVIOURS
+    routine = "clone" if target.attribute.endswith("_clone_functional_model") else "call"
+    del other_tools.RAN[:]
+    return BEHAVIOURS[target.family](sys.modules[target.family])[routine] == "ok"
+
+
+def install(wrapper, target, label="theirs"):
+    OTHERS[wrapper](target.module, target.attribute, label)
+
+
+def fix_warnings(action):
+    """action()'s result, and the KerasCloneFixWarnings it gave."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = action()
+    return result, [str(warning.message) for warning in caught
+                    if issubclass(warning.category, _activation.KerasCloneFixWarning)]
+
+
+def keras_original(target):
+    keras_clone_fix.unpatch()
+    return other_tools.at(target.module, target.attribute)
+
+
+@every_target
+@pytest.mark.parametrize("wrapper", sorted(WRAPPERS))
+def test_status_finds_the_fix_under_another_tools_wrapper(target, wrapper, restore_fix_state):
+    original = keras_original(target)
+    keras_clone_fix.patch()
+    install(wrapper, target)
+    status = keras_clone_fix.status()
+    assert status.targets[target_name(target)] is True and status.patched
+    assert fix_runs(target) and "theirs" in other_tools.RAN
+    assert keras_clone_fix.patch().patched
+    assert kinds_at(target) == ["wrapt" if wrapper == "wrapt" else "closure", "ours", "keras"]
+    assert chain_at(target)[-1][2] is original
+
+
+@every_target
+def test_unpatch_takes_the_fix_out_from_under_wrapt_wrappers(target, restore_fix_state):
+    original = keras_original(target)
+    keras_clone_fix.patch()
+    install("wrapt", target, "inner")
+    install("wrapt", target, "outer")
+    status, warned = fix_warnings(keras_clone_fix.unpatch)
+    assert (status.targets[target_name(target)], warned) == (False, [])
+    assert [link[:2] for link in chain_at(target)] == [("wrapt", "outer"), ("wrapt", "inner"),
+                                                       ("keras", "")]
+    assert chain_at(target)[-1][2] is original
+    assert not fix_runs(target) and other_tools.RAN[:2] == ["outer", "inner"]
+    # And back in, where it was.
+    assert keras_clone_fix.patch().targets[target_name(target)]
+    assert kinds_at(target) == ["wrapt", "wrapt", "ours", "keras"]
+    assert fix_runs(target) and other_tools.RAN[:2] == ["outer", "inner"]
+
+
+@every_target
+@pytest.mark.parametrize("wrapper", CLOSURES)
+def test_unpatch_leaves_the_fix_held_in_another_tools_closure(target, wrapper, restore_fix_state):
+    keras_original(target)
+    keras_clone_fix.patch()
+    install(wrapper, target)
+    status, warned = fix_warnings(keras_clone_fix.unpatch)
+    name = target_name(target)
+    assert len(warned) == 1
+    assert "{} stays patched: the fix is held inside the function".format(name) in warned[0]
+    assert "other_tools.py:" in warned[0]  # where their wrapper is defined
+    assert status.targets == dict(dict.fromkeys(status.targets, False), **{name: True})
+    assert "{} stays patched".format(name) in status.reason
+    assert fix_runs(target) and "theirs" in other_tools.RAN
+    assert "stays patched" not in keras_clone_fix.patch().reason
+    assert kinds_at(target) == ["closure", "ours", "keras"]  # not patched twice
+
+
+@every_target
+def test_a_replacement_is_not_patched(target, restore_fix_state):
+    keras_clone_fix.unpatch()
+    keras_clone_fix.patch()
+    install("replacement", target)
+    assert keras_clone_fix.status().targets[target_name(target)] is False
+    assert not fix_runs(target) and "theirs" in other_tools.RAN
+    with pytest.raises(_activation.PatchError) as raised:
+        keras_clone_fix.patch()
+    assert "cannot patch {} rule".format(target_name(target)) in str(raised.value)
+    assert (kinds_at(target), fix_warnings(keras_clone_fix.unpatch)[1]) == (["replacement"], [])
+
+
+@every_target
+@pytest.mark.parametrize("wrapper", sorted(OTHERS))
+def test_patch_over_another_tools_wrapper(target, wrapper, restore_fix_state):
+    """Under a wrapt proxy ours goes in, their wrapper still running; another
+    tool's closure or replacement is not Keras's function: refused (as before)."""
+    original = keras_original(target)
+    install(wrapper, target)
+    before = kinds_at(target)
+    if wrapper == "wrapt":
+        assert keras_clone_fix.patch().patched
+        assert kinds_at(target) == ["wrapt", "ours", "keras"]
+        assert fix_runs(target) and other_tools.RAN[0] == "theirs"
+        keras_clone_fix.unpatch()
+        assert chain_at(target)[-1][2] is original
+    else:
+        with pytest.raises(_activation.PatchError):
+            keras_clone_fix.patch()
+        assert not keras_clone_fix.status().targets[target_name(target)]
+        assert not fix_runs(target) and other_tools.RAN[0] == "theirs"
+    assert kinds_at(target) == before
+
+
+@every_target
+def test_fixture_restores_what_other_wrappers_held(target, restore_fix_state):
+    keras_original(target)
+    keras_clone_fix.patch()
+    install("wrapt", target, "inner")
+    install("closure", target, "outer")
+    patched = [function for _, _, function in chain_at(target)]
+    with _activation.restoring():
+        keras_clone_fix.unpatch()  # out from under "inner", inside "outer"
+        assert kinds_at(target) == ["closure", "wrapt", "keras"]
+    assert [function for _, _, function in chain_at(target)] == patched
+    keras_clone_fix.unpatch()
+    unpatched = [function for _, _, function in chain_at(target)]
+    with _activation.restoring():
+        with pytest.raises(_activation.PatchError):  # the closure is on top
+            keras_clone_fix.patch()
+        owner, name = other_tools.owner_of(target.module, target.attribute)
+        setattr(owner, name, patched[1])  # their closure gone: patch goes under "inner"
+        assert keras_clone_fix.patch().targets[target_name(target)]
+    assert [function for _, _, function in chain_at(target)] == unpatched
 
 
 def unaffected_frontends():

@@ -4,12 +4,19 @@ every step.
 
 Events: importing a family, patch(), unpatch(), the pytest fixture's enter
 and exit, KERAS_CLONE_FIX_FORCE on and off, importlib.reload of the clone
-routine's module and of the package; the switch KERAS_CLONE_FIX decides how
-each interpreter starts. After every step: status() says what is installed
-at each target (read independently by the driver), that is what the model
-expects, clone_model and calls on new tensors work exactly where patched
-(keras; with tf.keras, a call on new tensors leaves the original's node
-arguments as they were exactly where patched), and a fixture's exit put back the very objects that were there at its enter.
+routine's module and of the package, and another tool patching a target:
+wrapping it (a wrapt wrapper, a functools.wraps closure) or replacing it
+with its own function; the switch KERAS_CLONE_FIX decides how each
+interpreter starts. The model keeps, for each target, the chain of what
+runs there (ours, other tools' wrappers, Keras's function). After every
+step: that chain is what the driver reads there independently; status()
+says patched exactly where ours is in it, and why where unpatch() left it
+inside a closure; clone_model and calls on new tensors work exactly where
+patched (keras; with tf.keras, a call on new tensors leaves the original's
+node arguments as they were exactly where patched), and every other tool's
+patch in a chain they call runs; patch() raises exactly where ours cannot
+go in; unpatch() warns exactly where ours stays; and a fixture's exit put
+back the very objects that were there at its enter.
 
 ACTIVATION_SEQUENCES (default 30, about 40 seconds with TensorFlow) and
 ACTIVATION_STEPS (default 10) bound it; `nox -s activation-model` runs 300.
@@ -18,7 +25,7 @@ ten of the first hundred), so fewer than 30 would test little.
 """
 
 import collections
-import importlib
+import copy
 import json
 import os
 import subprocess
@@ -29,22 +36,15 @@ from hypothesis import HealthCheck, settings, strategies
 from hypothesis.stateful import (
     RuleBasedStateMachine, initialize, precondition, rule, run_state_machine_as_test)
 
-from conftest import TESTS, installed
+from conftest import RELEASE_TARGETS, TESTS
 from keras_clone_fix import FAMILIES
-from keras_clone_fix._affected import target_name, targets_for
+from keras_clone_fix._affected import target_name
 
 SEQUENCES = int(os.environ.get("ACTIVATION_SEQUENCES", "30"))
 STEPS = int(os.environ.get("ACTIVATION_STEPS", "10"))
 RAN = collections.Counter()  # sequences, and steps of each event: the terminal summary
 
 
-def release_targets():
-    """{family: [targets]} of the releases installed here."""
-    return {family: targets_for(family, importlib.import_module(family).__version__)
-            if installed(family) else [] for family in FAMILIES}
-
-
-RELEASE_TARGETS = release_targets()
 
 
 class Driver(object):
@@ -80,6 +80,32 @@ class Driver(object):
         self.stderr.close()
 
 
+def patch_in(chain):
+    """What patching a target does to its chain (from the top: "ours",
+    "keras", "wrapt:LABEL", "closure:LABEL", "replacement:LABEL"): ours goes
+    in around Keras's function, under the wrapt proxies on top; refused
+    (False) over another tool's closure or replacement."""
+    if "ours" in chain:
+        return True
+    under = next(index for index, link in enumerate(chain) if not link.startswith("wrapt:"))
+    if chain[under] != "keras":
+        return False
+    chain.insert(under, "ours")
+    return True
+
+
+def held_in_a_closure(chain):
+    """Whether ours is in the chain, held by another tool's closure."""
+    return "ours" in chain[1:] and chain[chain.index("ours") - 1].startswith("closure:")
+
+
+def take_out(chain):
+    """What unpatching a target does to its chain: ours comes out from
+    under wrapt proxies, and stays inside a closure."""
+    if "ours" in chain and not held_in_a_closure(chain):
+        chain.remove("ours")
+
+
 class ActivationModel(RuleBasedStateMachine):
     targets = RELEASE_TARGETS
     # The families whose behaviour shows whether the fix runs: every
@@ -95,9 +121,10 @@ class ActivationModel(RuleBasedStateMachine):
         RAN["sequences"] += 1
         self.switch = switch
         self.activated_by = ".pth at interpreter start" if switch else None
-        self.fixed = {}      # target name -> whether our wrapper should be there
+        self.chains = {}     # target name -> what should run there (patch_in), from the top
         self.imported = set()
-        self.scopes = []     # (model state, objects) at each open fixture's enter
+        self.scopes = []     # (model state, chains' ids) at each open fixture's enter
+        self.labels = 0      # other tools' patches made
         every_target = [t for targets in self.targets.values() for t in targets]
         self.driver = Driver(switch, every_target, self.behaviours)
         self.step("force off", lambda arrived: None)
@@ -114,34 +141,52 @@ class ActivationModel(RuleBasedStateMachine):
         return [target_name(t) for family in families for t in self.targets[family]]
 
     def step(self, event, expect):
-        """Send the event; expect(families imported by it) updates the model."""
-        RAN[event] += 1
+        """Send the event; expect(families imported by it) updates the
+        model; returns what patch() raised."""
+        RAN[" ".join(event.split()[:2]) if event.startswith("other ") else event] += 1
         report = self.driver.send(event)
         arrived = set(report["imported"]) - self.imported
         self.imported |= arrived
-        expect(arrived)
+        for name in self.names(arrived):
+            self.chains[name] = ["keras"]
+        raises = expect(arrived)
+        assert (report["raised"] is not None) == bool(raises), (event, report["raised"])
         self.check(report)
         self.report = report
+        return report
 
     def check(self, report):
-        status, objects = report["status"], report["objects"]
-        expected = {name: self.fixed[name] for name in self.names(self.imported)}
-        assert {name: objects[name]["fixed"] for name in expected} == expected
-        assert status["targets"] == expected
-        assert status["patched"] == (bool(expected) and all(expected.values()))
+        status = report["status"]
+        expected = {name: self.chains[name] for name in self.names(self.imported)}
+        assert {name: [kind + (":" + label if label else "") for kind, label, _ in
+                       report["chains"][name]] for name in expected} == expected
+        assert status["targets"] == {name: "ours" in chain for name, chain in expected.items()}
+        assert status["patched"] == (bool(expected) and all(status["targets"].values()))
         assert status["activated_by"] == self.activated_by
+        for name, chain in expected.items():  # and why, where unpatch() could not
+            stays = not self.active and held_in_a_closure(chain)
+            assert ("{} stays patched".format(name) in status["reason"]) == stays, status
         assert report["waiting"] == (self.active and set(FAMILIES) != self.imported)
+        ran = set()
         for family, behaviour in report["behaviour"].items():
             for action, routine in (("clone", "_clone_functional_model"),
                                     ("call", "run_internal_graph")):
-                fixed = [self.fixed[name] for name in self.names([family])
-                         if name.endswith(routine)]
-                if behaviour.get(action) is not None and fixed:
-                    assert (behaviour[action] == "ok") == fixed[0], (family, action, report)
+                chains = [self.chains[name] for name in self.names([family])
+                          if name.endswith(routine)]
+                if behaviour.get(action) is not None and chains:
+                    assert (behaviour[action] == "ok") == ("ours" in chains[0]), (
+                        family, action, report)
+                    ran.update(link.split(":")[1] for link in chains[0] if ":" in link)
+        assert set(report["ran"]) == ran  # every other tool's patch there still runs
+
+    def patch_all(self):
+        """Patch every imported target; the names of those refused."""
+        return [name for name in self.names(self.imported) if not patch_in(self.chains[name])]
 
     def patched_on_arrival(self, arrived):
-        for name in self.names(arrived):
-            self.fixed[name] = self.active
+        if self.active:
+            for name in self.names(arrived):
+                patch_in(self.chains[name])
 
     @rule(family=strategies.sampled_from(FAMILIES))
     def import_family(self, family):
@@ -150,8 +195,7 @@ class ActivationModel(RuleBasedStateMachine):
     def patch_as(self, source, event):
         def expect(arrived):
             self.activated_by = source
-            for name in self.names(self.imported):
-                self.fixed[name] = True
+            return self.patch_all()
         self.step(event, expect)
 
     @rule()
@@ -162,27 +206,36 @@ class ActivationModel(RuleBasedStateMachine):
     def unpatch(self):
         def expect(arrived):
             self.activated_by = None
-            self.fixed = dict.fromkeys(self.fixed, False)
-        self.step("unpatch", expect)
+            for chain in self.chains.values():
+                take_out(chain)
+        report = self.step("unpatch", expect)
+        stays = [name for name, chain in self.chains.items() if held_in_a_closure(chain)]
+        assert len(report["warned"]) == (1 if stays else 0), report["warned"]
+        assert all(name + " stays patched" in report["warned"][0] for name in stays)
 
     @rule()
     def enter_fixture(self):
-        self.scopes.append(((self.activated_by, dict(self.fixed), set(self.imported)),
-                            self.report["objects"]))
+        self.scopes.append(((self.activated_by, copy.deepcopy(self.chains), set(self.imported)),
+                            self.report["chains"]))
         self.patch_as("pytest fixture keras_clone_fix", "enter fixture")
 
     @precondition(lambda self: self.scopes)
     @rule()
     def exit_fixture(self):
-        (activated_by, fixed, imported), objects = self.scopes.pop()
+        (activated_by, chains, imported), ids = self.scopes.pop()
 
         def expect(arrived):
             self.activated_by = activated_by
             for name in self.names(self.imported):
-                self.fixed[name] = fixed[name] if name in fixed else self.active
+                if name in chains:
+                    self.chains[name] = chains[name]
+                elif self.active:  # waiting for it then: patched, where it can be
+                    patch_in(self.chains[name])
+                else:
+                    take_out(self.chains[name])
         self.step("exit fixture", expect)
         for name in self.names(imported):  # the very objects, back at their targets
-            assert self.report["objects"][name]["id"] == objects[name]["id"], name
+            assert self.report["chains"][name] == ids[name], name
 
     @rule(event=strategies.sampled_from(["force on", "force off"]))
     def force(self, event):
@@ -195,20 +248,49 @@ class ActivationModel(RuleBasedStateMachine):
         def expect(arrived):  # the module's own function again
             for name in self.names(["keras"]):
                 if name.startswith("keras.models."):
-                    self.fixed[name] = False
+                    self.chains[name] = ["keras"]
         self.step("reload keras.models", expect)
 
     @rule()
     def reload_package(self):
         def expect(arrived):
             # Importing the package again: active already, it only says so;
-            # otherwise it activates, unless switched off.
+            # otherwise it activates, unless switched off (a refusal warns).
             if self.active:
                 self.activated_by = "import keras_clone_fix"
             elif self.switch:
                 self.activated_by = "import keras_clone_fix"
-                self.fixed.update(dict.fromkeys(self.names(self.imported), True))
+                self.patch_all()
         self.step("reload keras_clone_fix", expect)
+
+    def other_tool(self, kind, index):
+        """Another tool patches the index'th target imported (modulo)."""
+        targets = [t for family in FAMILIES if family in self.imported for t in self.targets[family]]
+        target = targets[index % len(targets)]
+        self.labels += 1
+        label = "{}{}".format(kind[0], self.labels)
+
+        def expect(arrived):
+            chain = self.chains[target_name(target)]
+            chain[:] = [kind + ":" + label] + (chain if kind != "replacement" else [])
+        self.step(" ".join(["other", kind, label, target.module, target.attribute]), expect)
+
+    # One rule each: the other tools' events are three of the rules Hypothesis draws from.
+    @precondition(lambda self: self.names(self.imported))
+    @rule(index=strategies.integers(min_value=0, max_value=7))
+    def wrap_with_wrapt(self, index):
+        self.other_tool("wrapt", index)
+
+    @precondition(lambda self: self.names(self.imported))
+    @rule(index=strategies.integers(min_value=0, max_value=7))
+    def wrap_in_a_closure(self, index):
+        """functools.wraps: a closure, with `__wrapped__` on Python 3."""
+        self.other_tool("closure", index)
+
+    @precondition(lambda self: self.names(self.imported))
+    @rule(index=strategies.integers(min_value=0, max_value=7))
+    def replace_with_their_own(self, index):
+        self.other_tool("replacement", index)
 
 
 def test_activation_follows_its_model():
