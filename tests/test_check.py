@@ -12,7 +12,7 @@ import sys
 import pytest
 
 import check_models
-from conftest import AFFECTED, KERAS, installed, run_python
+from conftest import AFFECTED, installed, run_python
 
 TENSORFLOW = None
 if installed("tensorflow"):
@@ -181,7 +181,8 @@ def test_an_application_model_in_words(tmp_path):
 
 # --- bad input: one clear line, exit status 2 --------------------------------
 
-def assert_bad_input(code, report, stderr, *words):
+def assert_bad_input(checked, *words):
+    code, report, stderr = checked
     assert code == 2 and report is None
     assert stderr.startswith("python -m keras_clone_fix check: ") and "Traceback" not in stderr
     for word in words:
@@ -189,7 +190,7 @@ def assert_bad_input(code, report, stderr, *words):
 
 
 def test_missing_file(tmp_path):
-    assert_bad_input(*check(tmp_path / "nothing.h5"), "nothing.h5: no such file")
+    assert_bad_input(check(tmp_path / "nothing.h5"), "nothing.h5: no such file")
 
 
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0,
@@ -197,7 +198,7 @@ def test_missing_file(tmp_path):
 def test_unreadable_file(tmp_path):
     path = saved(check_models.plain(keras), tmp_path)
     os.chmod(str(path), 0)
-    assert_bad_input(*check(path), "model.h5: cannot be read")
+    assert_bad_input(check(path), "model.h5: cannot be read")
 
 
 def test_hdf5_that_is_not_a_model(tmp_path):
@@ -205,7 +206,7 @@ def test_hdf5_that_is_not_a_model(tmp_path):
     path = tmp_path / "data.h5"
     with h5py.File(str(path), "w") as data:
         data["x"] = [1, 2, 3]
-    assert_bad_input(*check(path), "is an HDF5 file but not a Keras model")
+    assert_bad_input(check(path), "is an HDF5 file but not a Keras model")
 
 
 @pytest.mark.parametrize("content, words", [
@@ -215,13 +216,13 @@ def test_hdf5_that_is_not_a_model(tmp_path):
 def test_json_or_text_that_is_not_a_model(tmp_path, content, words):
     path = tmp_path / "model.json"
     path.write_text(content)
-    assert_bad_input(*check(path), words)
+    assert_bad_input(check(path), words)
 
 
 @pytest.mark.skipif(not MULTI_OUTPUT_BUILDS, reason="needs a multi-output layer")
 def test_unknown_layer_class_names_it_and_the_option(tmp_path, user_module):
     model = check_models.multi_output_masking(keras, user_module[1].SplitOutputs)
-    assert_bad_input(*check(saved(model, tmp_path)), "layer class 'SplitOutputs' is not known",
+    assert_bad_input(check(saved(model, tmp_path)), "layer class 'SplitOutputs' is not known",
                      "--custom-objects MODULE:NAME")
 
 
@@ -231,7 +232,7 @@ def test_unknown_layer_class_names_it_and_the_option(tmp_path, user_module):
 ])
 def test_bad_custom_objects(tmp_path, user_module, spec, words):
     path = saved(check_models.plain(keras), tmp_path)
-    assert_bad_input(*check(path, "--custom-objects", spec, pythonpath=user_module[0]),
+    assert_bad_input(check(path, "--custom-objects", spec, pythonpath=user_module[0]),
                      "--custom-objects " + spec, words)
 
 
@@ -240,7 +241,7 @@ def test_json_with_weights_that_do_not_fit(tmp_path):
     path.write_text(check_models.plain(keras).to_json())
     other = check_models.seq2seq(keras)
     other.save_weights(str(tmp_path / "other.h5"))
-    assert_bad_input(*check(path, "--weights", str(tmp_path / "other.h5")),
+    assert_bad_input(check(path, "--weights", str(tmp_path / "other.h5")),
                      "does not fit the model")
 
 
