@@ -3,11 +3,14 @@
 Given a family's keras module (`keras`, or `tensorflow.keras`) and a built
 model, it makes inputs from the model's own input shapes and dtypes, names
 what in the model puts it at risk of the rebuild bugs, and runs the checks
-(clone, clone_of_clone, nested, called_twice, original_unchanged,
-multi_gpu), each comparing predictions with the model's own on the same
-inputs; `load` compares the model's predictions with those of the side
-that loaded it with the fix, where given. It runs in the interpreter whose fix state is being checked: a side
-of `check`, or the self-check's own.
+(clone, clone_of_clone, nested, called_twice, multi_gpu), each comparing
+predictions with the model's own on the same inputs; `load` compares the
+model's predictions with those of the side that loaded it with the fix,
+where given; `original_unchanged` says which checks changed the call
+arguments recorded in the original's nodes. Those are put back after each
+check, so that no check computes with what an earlier one left. It runs in
+the interpreter whose fix state is being checked: a side of `check`, or the
+self-check's own.
 
 A check's result is a dict: {"result": "ok" | "wrong" | "error" |
 "unavailable", "detail": str}.
@@ -17,12 +20,10 @@ import collections
 import importlib
 import inspect
 
-import numpy
-
 OK, WRONG, ERROR, UNAVAILABLE = "ok", "wrong", "error", "unavailable"
 FAILED = (WRONG, ERROR)
-CHECKS = ("load", "clone", "clone_of_clone", "nested", "called_twice", "original_unchanged",
-          "multi_gpu")
+CHECKS = ("load", "clone", "clone_of_clone", "nested", "called_twice", "multi_gpu",
+          "original_unchanged")
 # float32 models rebuilt from the same weights compute the same operations:
 # a difference above this is a different computation, not rounding.
 RTOL, ATOL = 1e-4, 1e-5
@@ -119,9 +120,11 @@ def masking_values(keras, model):
             if isinstance(layer, keras.layers.Masking)]
 
 
-def lengths(batch, steps, reverse):
-    """A different number of real time steps in each row, at least one."""
+def lengths(batch, steps, reverse, shift):
+    """A different number of real time steps in each row, at least one;
+    `shift` rotates the rows, so that each input of a model gets its own."""
     rows = [max(1, steps - (row * steps) // max(batch, 1)) for row in range(batch)]
+    rows = rows[shift % batch:] + rows[:shift % batch]
     return rows[::-1] if reverse else rows
 
 
@@ -130,11 +133,12 @@ def make_inputs(keras, model, batch, timesteps, seed, reverse=False):
     input_dim for integer inputs, normal values for float ones; time steps
     past each row's length are 0 (integers: padding for mask_zero) or the
     Masking layer's mask_value (floats)."""
+    import numpy  # here, not at the top: the self-check runs where numpy is not installed
     random = numpy.random.RandomState(seed)
     vocabulary = min(embedding_sizes(keras, model) or [10])
     mask_values = masking_values(keras, model)
     arrays = []
-    for tensor in model.inputs:
+    for index, tensor in enumerate(model.inputs):
         shape = [batch] + [timesteps if size is None else size
                            for size in keras.backend.int_shape(tensor)[1:]]
         dtype = keras.backend.dtype(tensor)
@@ -145,7 +149,7 @@ def make_inputs(keras, model, batch, timesteps, seed, reverse=False):
             array = random.normal(size=shape).astype(dtype if "float" in dtype else "float32")
             padding = mask_values[0] if mask_values else None
         if padding is not None and len(shape) > 1:
-            for row, length in zip(array, lengths(batch, shape[1], reverse)):
+            for row, length in zip(array, lengths(batch, shape[1], reverse, index)):
                 row[length:] = padding
         arrays.append(array)
     return arrays
@@ -154,11 +158,13 @@ def make_inputs(keras, model, batch, timesteps, seed, reverse=False):
 # --- comparing --------------------------------------------------------------
 
 def predict(model, inputs):
+    import numpy
     got = model.predict(inputs if len(inputs) > 1 else inputs[0], batch_size=len(inputs[0]))
     return [numpy.asarray(part) for part in as_list(got)]
 
 
 def compare(expected, got):
+    import numpy
     if len(expected) != len(got):
         return result(WRONG, "{} outputs instead of {}".format(len(got), len(expected)))
     differences = []
@@ -206,7 +212,8 @@ class Checks(object):
         self.inputs, self.other_inputs = inputs, other_inputs
         self.expected = predict(model, inputs)
         self.reference = reference
-        self.arguments = node_arguments(keras, model)
+        self.arguments = snapshot_arguments(keras, model)
+        self.changes = []  # (check, layer path, call index, argument names)
         self.clone_model = find_clone_model(keras)
         self.clone = None
 
@@ -251,15 +258,12 @@ class Checks(object):
         return compare(expected, predict(twice, self.inputs + self.other_inputs))
 
     def check_original_unchanged(self):
-        now = node_arguments(self.keras, self.model)
-        for key, before in self.arguments.items():
-            after = now.get(key, {})
-            changed = sorted(name for name in set(before) | set(after)
-                             if not same_argument(before.get(name), after.get(name)))
-            if changed:
-                return result(WRONG, "the call arguments of {} (call {}) changed: {}".format(
-                    key[0], key[1], ", ".join(changed)))
-        return result(OK)
+        if not self.changes:
+            return result(OK)
+        return result(WRONG, "; ".join(
+            "{} changed the call arguments of {} (call {}): {}".format(
+                check, path, index, ", ".join(names))
+            for check, path, index, names in self.changes[:3]))
 
     def check_multi_gpu(self):
         multi_gpu_model, why_not = find_multi_gpu_model(self.keras)
@@ -278,16 +282,36 @@ class Checks(object):
                 results[name] = getattr(self, "check_" + name)()
             except Exception as error:
                 results[name] = error_result(error)
+            self.changes += [(name,) + change for change in changed_arguments(self.arguments)]
+            restore_arguments(self.arguments)
             if progress:
                 progress(name, results[name])
         return results
 
 
-def node_arguments(keras, model):
-    """{(layer path, call index): copy of its node's call arguments}."""
-    return {(path, index): dict(getattr(node, "arguments", None) or {})
+def snapshot_arguments(keras, model):
+    """[(layer path, call index, node, a copy of its call arguments)]."""
+    return [(path, index, node, dict(getattr(node, "arguments", None) or {}))
             for path, layer in all_layers(keras, model)
-            for index, node in enumerate(inbound_nodes(layer))}
+            for index, node in enumerate(inbound_nodes(layer))]
+
+
+def changed_arguments(snapshot):
+    """[(layer path, call index, names of the arguments that differ now)]."""
+    changed = []
+    for path, index, node, before in snapshot:
+        after = getattr(node, "arguments", None) or {}
+        names = sorted(name for name in set(before) | set(after)
+                       if not same_argument(before.get(name), after.get(name)))
+        if names:
+            changed.append((path, index, names))
+    return changed
+
+
+def restore_arguments(snapshot):
+    for _, _, node, before in snapshot:
+        if before or getattr(node, "arguments", None):
+            node.arguments = dict(before)
 
 
 def same_argument(before, after):
@@ -322,7 +346,9 @@ def simulate_two_gpus(keras):
     if multi_gpu_model is None:
         return
     module = importlib.import_module(multi_gpu_model.__module__)
-    module._get_available_devices = lambda: ["/cpu:0", "/gpu:0", "/gpu:1"]
+    module._get_available_devices = lambda: [  # as TensorFlow names them: tf.keras parses that
+        "/job:localhost/replica:0/task:0/device:" + device for device in ("CPU:0", "GPU:0",
+                                                                          "GPU:1")]
     import tensorflow
     if tensorflow.__version__.startswith("1."):
         config = tensorflow.ConfigProto(allow_soft_placement=True)

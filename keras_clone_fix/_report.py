@@ -109,9 +109,8 @@ def _cell(outcome):
 
 def text(made):
     """The section as lines for people."""
-    facts = [release(made)] + (["backend " + made["backend"]] if made.get("backend") else [])
-    lines = ["model: {} ({})".format(made["model"], made["weights"]),
-             "{}: {}".format(", ".join(facts), made["reason"]),
+    backend = " (backend {})".format(made["backend"]) if made.get("backend") else ""
+    lines = ["model: {} ({})".format(made["model"], made["weights"]), made["reason"] + backend,
              "at risk:" if made["risks"] else
              "at risk: nothing in this model is at risk of these bugs (checked anyway)"]
     lines += ["  {}: {}".format(risk["layer"], risk["risk"]) for risk in made["risks"]]
