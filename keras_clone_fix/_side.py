@@ -94,6 +94,17 @@ def _model_maker(request):
     return make_model
 
 
+def _peak_memory():
+    """", peak memory N MB" of this interpreter, where the OS tells it."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return ""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return ", peak memory {:.0f} MB".format(peak / (1024.0 * 1024 if sys.platform == "darwin"
+                                                    else 1024.0))
+
+
 def main(request_path):
     with open(request_path) as opened:
         request = json.load(opened)
@@ -117,6 +128,7 @@ def main(request_path):
             request["seed"], reference, progress, started)
         if reference is None and predictions is not None:
             numpy.savez(request["reference"], *predictions)
+        progress("finished in {:.1f} s{}".format(time.time() - started, _peak_memory()))
     except BadInput as error:
         side = {"bad_input": str(error)}
     with open(request["result"], "w") as opened:

@@ -89,8 +89,9 @@ def plain(keras):
 
 
 def mobilenet(keras):
+    # include_top=False: keras 2.0.6's top needs 224 x 224 inputs.
     return keras.applications.MobileNet(input_shape=(32, 32, 3), alpha=0.25, weights=None,
-                                        classes=3)
+                                        include_top=False, pooling="avg")
 
 
 def randomized(model, seed=0):

@@ -118,6 +118,9 @@ def test_multi_output_masking_layer_from_a_module_of_custom_objects(tmp_path, us
                                         "called_twice": "error", "multi_gpu": "error"})
 
 
+@pytest.mark.skipif(KERAS_AFFECTED and VERSION < (2, 0, 9), reason="keras before its RNN "
+                    "rewrite (2.0.9) cannot load a model whose LSTM takes initial_state (measured "
+                    "on 2.0.6: Layer lstm_2 expects 1 inputs), fix or no fix")
 def test_seq2seq_of_the_keras_examples(tmp_path):
     model = check_models.randomized(check_models.seq2seq(keras))
     code, report, stderr = check(saved(model, tmp_path), "--timesteps", "5")
