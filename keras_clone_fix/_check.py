@@ -33,6 +33,12 @@ def result(outcome, detail=""):
     return {"result": outcome, "detail": detail}
 
 
+def release_name(keras):
+    """"keras 2.2.4", or "tf.keras 2.2.4-tf" (tf.keras's own version)."""
+    return "{} {}".format("tf.keras" if "tensorflow" in keras.__name__ else "keras",
+                          keras.__version__)
+
+
 def error_result(error):
     lines = str(error).strip().splitlines()
     return result(ERROR, "{}: {}".format(type(error).__name__, lines[0] if lines else ""))
@@ -105,6 +111,10 @@ def risks(keras, model):
         arguments = sorted(set(name for node in nodes for name in tensor_arguments(node)))
         if arguments:
             found.append((path, "called with tensor arguments: " + ", ".join(arguments)))
+        elif hasattr(layer, "cell") and any(len(as_list(node.input_tensors)) > 1
+                                            for node in nodes):
+            # keras 2.2.5 and tf.keras make an RNN's initial_state and constants inputs
+            found.append((path, "an RNN called with initial_state or constants"))
     return found
 
 
@@ -228,8 +238,8 @@ class Checks(object):
         return clone
 
     def no_clone_model(self):
-        return result(UNAVAILABLE, "{} {} has no clone_model (keras has it from 2.0.7)".format(
-            self.keras.__name__, self.keras.__version__))
+        return result(UNAVAILABLE, "{} has no clone_model (keras has it from 2.0.7)".format(
+            release_name(self.keras)))
 
     def check_clone(self):
         if self.clone_model is None:
@@ -323,7 +333,7 @@ def same_argument(before, after):
 
 def find_multi_gpu_model(keras):
     """(multi_gpu_model, None) or (None, why it cannot run here)."""
-    name = "{} {}".format(keras.__name__, keras.__version__)
+    name = release_name(keras)
     if keras.backend.backend() != "tensorflow":
         return None, "multi_gpu_model needs the TensorFlow backend"
     multi_gpu_model = getattr(keras.utils, "multi_gpu_model", None)

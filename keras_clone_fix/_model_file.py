@@ -13,6 +13,8 @@ import json
 import os
 import re
 
+from keras_clone_fix._check import release_name
+
 HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 KERAS, TF_KERAS = "keras", "tf.keras"
 UNKNOWN = re.compile(r"Unknown (\w+): ?'?([\w.]+)")
@@ -137,7 +139,7 @@ def _first_line(error):
 
 def _load_failure(keras, path, error):
     unknown = UNKNOWN.search(str(error))
-    release = "{} {}".format(keras.__name__, keras.__version__)
+    release = release_name(keras)
     if unknown:
         kind, name = unknown.groups()
         return ("{}: {} {!r} is not known to {}: give it with --custom-objects MODULE:NAME "

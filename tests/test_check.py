@@ -125,8 +125,8 @@ def test_seq2seq_of_the_keras_examples(tmp_path):
     model = check_models.randomized(check_models.seq2seq(keras))
     code, report, stderr = check(saved(model, tmp_path), "--timesteps", "5")
     assert_fixed(code, report, stderr)
-    assert {"layer": "lstm_2", "risk": "called with tensor arguments: initial_state"} \
-        in report["risks"] or FAMILY == "tf.keras"
+    assert report["risks"][0]["risk"] in ("called with tensor arguments: initial_state",
+                                          "an RNN called with initial_state or constants")
     if KERAS_AFFECTED and (2, 0, 9) <= VERSION < (2, 2, 5):
         assert_unpatched_fails(report, {"clone": "error"})
 
@@ -166,17 +166,14 @@ def test_plain_model_has_no_risk(tmp_path):
 
 def test_an_application_model_in_words(tmp_path):
     """The report for people, with progress lines on stderr."""
-    model = check_models.mobilenet(keras)
-    module = keras.applications.MobileNet.__module__  # relu6 and DepthwiseConv2D before 2.2
-    finished = run_python(["-m", "keras_clone_fix", "check", str(saved(model, tmp_path)),
-                           "--custom-objects", module, "--batch", "2"] + FAMILY_OPTIONS)
+    finished = run_python(["-m", "keras_clone_fix", "check",
+                           str(saved(check_models.vgg16(keras), tmp_path)), "--batch", "2"]
+                          + FAMILY_OPTIONS)
     assert finished.returncode == 0, finished.stdout + finished.stderr
     lines = finished.stdout.splitlines()
     assert lines[0] == "model: {} (weights from the model file)".format(tmp_path / "model.h5")
     assert "at risk: nothing in this model is at risk of these bugs (checked anyway)" in lines
-    # keras 2.2.4's multi_gpu_model cannot relocate BatchNormalization on
-    # TensorFlow 1.15: the same error on both sides, not a failure of the fix.
-    assert "matches the model's predictions" in lines[-1]
+    assert "every check matches the model's predictions" in lines[-1]
     progress = finished.stderr.splitlines()
     assert progress[0].startswith("check: with keras-clone-fix: a new interpreter imports")
     assert any(line.startswith("check: with keras-clone-fix: clone: ") and line.endswith(" s)")
