@@ -36,8 +36,8 @@ sys.stderr.write("check: command's own process: peak memory {:.0f} MB\\n".format
     resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0))
 sys.exit(code)
 """
-PEAK = re.compile(r"check: (.+?): (?:finished in [\d.]+ s, |command's own process: )"
-                  r"peak memory (\d+) MB")
+# A side's last progress line, and the command's own.
+PEAK = re.compile(r"check: (.+?): (?:finished in ([\d.]+) s, )?peak memory (\d+) MB")
 
 
 class SelfAttention(keras.layers.Layer):
@@ -123,9 +123,10 @@ def measure(name, build, scratch, options=()):
     peaks = PEAK.findall(finished.stderr)
     print("\n{}: {:.1f} million weights, {:.0f} MB file; exit status {}, {:.0f} s".format(
         name, weights / 1e6, os.path.getsize(path) / 2.0 ** 20, finished.returncode, seconds))
-    print("| process | peak memory |\n|---|---|")
-    for process, megabytes in peaks:
-        print("| {} | {} MB |".format(process, megabytes))
+    print("| process | seconds | peak memory |\n|---|---|---|")
+    for process, side_seconds, megabytes in peaks:
+        print("| {} | {} | {} MB |".format(process, side_seconds or "{:.0f}".format(seconds),
+                                           megabytes))
     print(finished.stdout.rstrip().splitlines()[-1])
     if finished.returncode:
         print(finished.stderr[-3000:])

@@ -19,6 +19,9 @@ A check's result is a dict: {"result": "ok" | "wrong" | "error" |
 import collections
 import importlib
 import inspect
+import os
+import sys
+import traceback
 
 OK, WRONG, ERROR, UNAVAILABLE = "ok", "wrong", "error", "unavailable"
 FAILED = (WRONG, ERROR)
@@ -40,8 +43,14 @@ def release_name(keras):
 
 
 def error_result(error):
+    """The error's type and first line; where it has no message (a bare
+    assert), where it was raised. Call it in the `except` block."""
     lines = str(error).strip().splitlines()
-    return result(ERROR, "{}: {}".format(type(error).__name__, lines[0] if lines else ""))
+    if lines:
+        return result(ERROR, "{}: {}".format(type(error).__name__, lines[0]))
+    filename, line, function, _ = traceback.extract_tb(sys.exc_info()[2])[-1]
+    return result(ERROR, "{} in {} ({}:{})".format(
+        type(error).__name__, function, os.path.basename(filename), line))
 
 
 # --- the model's parts, across releases -------------------------------------

@@ -64,8 +64,8 @@ def run_checks(family, make_model, batch=4, timesteps=8, seed=0, reference=None,
     times = [time.time()]
 
     def checked(name, outcome):
-        progress("{}: {} {}({:.1f} s)".format(name, outcome["result"], outcome["detail"] + " "
-                                              if outcome["detail"] else "", time.time() - times[0]))
+        progress("{}: {}{} ({:.1f} s)".format(name, outcome["result"], ": " + outcome["detail"]
+                                             if outcome["detail"] else "", time.time() - times[0]))
         times[0] = time.time()
 
     risks, checks, predictions = _check.check_model(keras, model, batch, timesteps, seed,
