@@ -37,6 +37,10 @@ NESTS_ON_MASKED_TENSORS = FAMILY == "tf.keras" or VERSION >= (2, 2, 0)
 CHECKS = ["load", "clone", "clone_of_clone", "nested", "called_twice", "multi_gpu",
           "original_unchanged"]
 UNAFFECTED_RELEASE = not (KERAS_AFFECTED or TF_KERAS_AFFECTED)
+# Theano compiles every rebuilt graph: minutes a check for an LSTM model.
+compiles_for_minutes_on_theano = pytest.mark.skipif(
+    keras.backend.backend() == "theano", reason="Theano compiles each rebuilt graph for "
+    "minutes; there the plain model and the bad inputs run")
 
 
 @pytest.fixture(autouse=True)
@@ -103,6 +107,7 @@ def assert_unpatched_fails(report, expected):
     assert "breaks " in report["summary"] and "with keras-clone-fix every" in report["summary"]
 
 
+@compiles_for_minutes_on_theano
 @pytest.mark.skipif(not MULTI_OUTPUT_BUILDS, reason="keras before 2.0.7 cannot build a "
                     "multi-output layer's masks, fix or no fix")
 def test_multi_output_masking_layer_from_a_module_of_custom_objects(tmp_path, user_module):
@@ -118,6 +123,7 @@ def test_multi_output_masking_layer_from_a_module_of_custom_objects(tmp_path, us
                                         "called_twice": "error", "multi_gpu": "error"})
 
 
+@compiles_for_minutes_on_theano
 @pytest.mark.skipif(KERAS_AFFECTED and VERSION < (2, 0, 9), reason="keras before its RNN "
                     "rewrite (2.0.9) cannot load a model whose LSTM takes initial_state (measured "
                     "on 2.0.6: Layer lstm_2 expects 1 inputs), fix or no fix")
@@ -131,6 +137,7 @@ def test_seq2seq_of_the_keras_examples(tmp_path):
         assert_unpatched_fails(report, {"clone": "error"})
 
 
+@compiles_for_minutes_on_theano
 @pytest.mark.skipif(not NESTS_ON_MASKED_TENSORS, reason="keras before 2.2 cannot call a "
                     "model on a masked tensor, fix or no fix")
 def test_nested_masked_model(tmp_path):
@@ -142,6 +149,7 @@ def test_nested_masked_model(tmp_path):
         assert_unpatched_fails(report, {"clone": "wrong"})
 
 
+@compiles_for_minutes_on_theano
 def test_shared_masked_encoder_saved_as_json_without_weights(tmp_path):
     """Both sides start from the same initial weights, and the report says so."""
     path = tmp_path / "model.json"
@@ -164,6 +172,7 @@ def test_plain_model_has_no_risk(tmp_path):
     assert set(results(report, "unpatched").values()) <= {"ok", "unavailable"}
 
 
+@compiles_for_minutes_on_theano
 def test_an_application_model_in_words(tmp_path):
     """The report for people, with progress lines on stderr."""
     finished = run_python(["-m", "keras_clone_fix", "check",
