@@ -79,15 +79,23 @@ def run_checks(family, make_model, batch=4, timesteps=8, seed=0, reference=None,
 
 # --- in the side's interpreter ----------------------------------------------
 
+def _native(path):
+    """A path as `str`: Python 2's json gives unicode, which keras 2.2.4's
+    load_model refuses there."""
+    if path is None or isinstance(path, str):
+        return path
+    return path.encode(sys.getfilesystemencoding() or "utf-8")
+
+
 def _model_maker(request):
     from keras_clone_fix import _model_file
 
     def make_model(keras):
-        objects = _model_file.custom_objects(request["custom_objects"])
-        initial = request["initial_weights"]
-        weights = request["weights"] or (initial if os.path.exists(initial) else None)
-        model = _model_file.load(keras, request["model_file"], request["format"], objects,
-                                 weights)
+        objects = _model_file.custom_objects([_native(spec) for spec in request["custom_objects"]])
+        initial = _native(request["initial_weights"])
+        weights = _native(request["weights"]) or (initial if os.path.exists(initial) else None)
+        model = _model_file.load(keras, _native(request["model_file"]), request["format"],
+                                 objects, weights)
         if request["format"] == "json" and weights is None:  # the other side gets the same
             model.save_weights(initial)
         return model
