@@ -106,11 +106,11 @@ def self_check():
     _quiet_backends()
     families = [family for family, package in ((KERAS, "keras"), (TF_KERAS, "tensorflow"))
                 if _installed(package)]
-    checked, sections = [], []
+    not_checked, sections = [], []
     for family in families:
         keras, why_not = _family_to_check(family)
         if keras is None:
-            checked.append(why_not)
+            not_checked.append(why_not)
             continue
         side, _ = _side.run_checks(family, _builtin_model.build)
         sections.append(_report.section(
@@ -119,7 +119,7 @@ def self_check():
     status = keras_clone_fix.status()
     report.update([("patched", status.patched), ("targets", status.targets),
                    ("reason", status.reason), ("activated_by", status.activated_by),
-                   ("not_checked", checked), ("models", sections)])
+                   ("not_checked", not_checked), ("models", sections)])
     works = all(made["ok"] for made in sections)
     if not families:
         report["result"] = "keras is not installed, nor tensorflow: nothing to fix"

@@ -4,6 +4,7 @@ a subprocess, its JSON read. Where the release has a bug, the side without
 the fix must be seen failing (as measured); with the fix every check matches.
 """
 
+import collections
 import importlib
 import json
 import os
@@ -70,7 +71,7 @@ def check(path, *options, **kwargs):
     finished = run_python(["-m", "keras_clone_fix", "check", str(path), "--json"]
                           + FAMILY_OPTIONS + list(options), env=env)
     try:
-        report = json.loads(finished.stdout)
+        report = json.loads(finished.stdout, object_pairs_hook=collections.OrderedDict)
     except ValueError:
         report = None
     return finished.returncode, report, finished.stderr

@@ -1,5 +1,6 @@
 """python -m keras_clone_fix: the self-check."""
 
+import collections
 import json
 
 import pytest
@@ -31,7 +32,7 @@ def side_results(made, side):
 
 def test_json_report_matches_the_environment():
     finished = self_check("--json")
-    report = json.loads(finished.stdout)
+    report = json.loads(finished.stdout, object_pairs_hook=collections.OrderedDict)
     assert report["ok"] is True and finished.returncode == 0
     if KERAS is None and not TENSORFLOW:
         assert report["models"] == [] and "keras is not installed" in report["result"]
