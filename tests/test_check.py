@@ -83,6 +83,13 @@ def saved(model, tmp_path, name="model.h5"):
     return path
 
 
+def saved_json(model, tmp_path):
+    path = tmp_path / "model.json"
+    with open(str(path), "w") as written:  # to_json gives bytes on Python 2
+        written.write(model.to_json())
+    return path
+
+
 def results(report, side):
     return dict((name, sides[side]["result"]) for name, sides in report["checks"].items()
                 if side in sides)
@@ -153,8 +160,7 @@ def test_nested_masked_model(tmp_path):
 @compiles_for_minutes_on_theano
 def test_shared_masked_encoder_saved_as_json_without_weights(tmp_path):
     """Both sides start from the same initial weights, and the report says so."""
-    path = tmp_path / "model.json"
-    path.write_text(check_models.shared_masked_encoder(keras).to_json())
+    path = saved_json(check_models.shared_masked_encoder(keras), tmp_path)
     code, report, stderr = check(path)
     assert_fixed(code, report, stderr)
     assert report["weights"].startswith("the model's initial weights: the JSON has none")
@@ -249,8 +255,7 @@ def test_bad_custom_objects(tmp_path, user_module, spec, words):
 
 
 def test_json_with_weights_that_do_not_fit(tmp_path):
-    path = tmp_path / "model.json"
-    path.write_text(check_models.plain(keras).to_json())
+    path = saved_json(check_models.plain(keras), tmp_path)
     other = check_models.seq2seq(keras)
     other.save_weights(str(tmp_path / "other.h5"))
     assert_bad_input(check(path, "--weights", str(tmp_path / "other.h5")),
