@@ -7,6 +7,7 @@
     nox -s tf-release-sources # the same on TensorFlow 1.4 - 1.14
     nox -s activation-model   # the long model-based test of activation
     nox -s bench        # clone-time, memory and start-up benchmarks
+    nox -s check-cost   # seconds and memory of `check` on BERT-base and ResNet50
     nox -s startup startup-2.7   # start-up figures on Python 3.13 and 2.7
     nox -s patch-cost   # what patch() costs on every affected release
 
@@ -227,6 +228,14 @@ def bench(session):
     install(session, *TF1, "keras==2.2.5")
     session.run("python", "benchmarks/clone_time.py", env=QUIET_TF)
     session.run("python", "benchmarks/startup.py", env=QUIET_TF)
+
+
+@nox.session(name="check-cost", venv_backend="venv", python="3.7")
+def check_cost(session):
+    """Seconds and peak memory of `python -m keras_clone_fix check` on a
+    BERT-base-sized model and ResNet50: Python 3.7, TF 1.15, Keras 2.2.4."""
+    install(session, *TF1, "keras==2.2.4")
+    session.run("python", "benchmarks/check_cost.py", env=QUIET_TF)
 
 
 def measure_startup(session):

@@ -1,19 +1,25 @@
-"""`python -m keras_clone_fix`: diagnose this environment and prove clone_model works."""
+"""`python -m keras_clone_fix`: diagnose this environment and prove the fix
+on a built-in model; `python -m keras_clone_fix check MODEL_FILE`: the same
+checks on a user's saved model, with and without the fix."""
 
 import argparse
 import collections
-import json
 import logging
 import os
 import platform
 import re
+import shutil
 import sys
+import tempfile
+import time
 import warnings
 
 import keras_clone_fix
+from keras_clone_fix import _builtin_model, _check, _model_file, _report, _side
 from keras_clone_fix._affected import is_affected
+from keras_clone_fix._model_file import KERAS, TF_KERAS
 
-NOT_INSTALLED, WORKS, FAILS = 0, 0, 1
+WORKS, FAILS, USAGE = 0, 1, 2
 BACKEND_BANNER = re.compile(r"Using \w+ backend\.?\n?\Z")
 NOISY_PACKAGES = r"(tensorflow|keras|theano|cntk|numpy|h5py|google)(\.|\Z)"
 
@@ -55,163 +61,235 @@ def _import_keras():
     return keras
 
 
-def _two_output_model(keras):
-    """Embedding(mask_zero) -> a masking layer with two outputs -> one LSTM each.
-
-    The middle layer keeps Layer's default compute_mask, so it returns the
-    incoming mask once: the case every affected release fails to clone.
-    """
-    class TwoOutputs(keras.layers.Layer):
-        def __init__(self, **kwargs):
-            super(TwoOutputs, self).__init__(**kwargs)
-            self.supports_masking = True
-
-        def call(self, inputs, mask=None):
-            return [inputs, inputs * 2.0]
-
-        def compute_output_shape(self, input_shape):
-            return [input_shape, input_shape]
-
-    tokens = keras.layers.Input(shape=(5,), dtype="int32")
-    embedded = keras.layers.Embedding(10, 3, mask_zero=True)(tokens)
-    first, second = TwoOutputs()(embedded)
-    outputs = [keras.layers.LSTM(2)(first), keras.layers.LSTM(2)(second)]
-    return keras.models.Model(tokens, outputs)
-
-
-def _predicts_like(model, other):
-    import numpy
-    padded = numpy.array([[1, 2, 3, 0, 0], [4, 5, 0, 0, 0]])
-    expected, got = model.predict(padded, verbose=0), other.predict(padded, verbose=0)
-    return all(numpy.allclose(e, g) for e, g in zip(expected, got))
-
-
-def check_clone(keras):
-    """(works: bool, detail: str): clone the model, compare predictions."""
-    if not hasattr(keras.models, "clone_model"):
-        return True, "keras {} has no clone_model (it exists from 2.0.7)".format(keras.__version__)
-    model = _two_output_model(keras)
+def _installed(name):
+    """Whether a top-level module can be imported, without importing it."""
+    if sys.modules.get(name) is not None:
+        return True
     try:
-        clone = keras.models.clone_model(model)
-    except Exception as error:
-        return False, "clone_model failed: {}: {}".format(type(error).__name__, error)
-    clone.set_weights(model.get_weights())
-    if _predicts_like(model, clone):
-        return True, "clone_model works: the clone predicts what the model predicts"
-    return False, "clone_model ran, but the clone predicts differently from the model"
+        from importlib.util import find_spec
+    except ImportError:  # Python 2
+        import imp
+        try:
+            imp.find_module(name)
+        except ImportError:
+            return False
+        return True
+    return find_spec(name) is not None
 
 
-def _masked_encoder_called_twice(keras):
-    """(encoder, a model calling it on two inputs): Embedding(mask_zero) ->
-    LSTM(training=False), whose node keeps a dict of call arguments that
-    the affected releases write each call's mask into."""
-    def tokens():
-        return keras.layers.Input(shape=(5,), dtype="int32")
-    x = tokens()
-    lstm = keras.layers.LSTM(2)(keras.layers.Embedding(10, 3, mask_zero=True)(x), training=False)
-    encoder = keras.models.Model(x, lstm)
-    first, second = tokens(), tokens()
-    return encoder, keras.models.Model([first, second], [encoder(first), encoder(second)])
+def _header():
+    return collections.OrderedDict([
+        ("python", platform.python_version()), ("executable", sys.executable),
+        ("keras_clone_fix", keras_clone_fix.__version__)])
 
 
-def check_shared_model(keras):
-    """(works: bool, detail: str): a model called on two new inputs must
-    compute each call with its own mask. The check where a multi-output
-    layer with one mask cannot be built: keras before 2.0.7, tf.keras."""
-    import numpy
-    first, second = numpy.array([[1, 2, 3, 0, 0]]), numpy.array([[4, 0, 0, 0, 0]])
-    encoder, siamese = _masked_encoder_called_twice(keras)
+# --- the self-check: the engine on the built-in model, in this interpreter --
+
+def _family_to_check(family):
+    """(keras module, None) to check, or (None, why not)."""
     try:
-        got = siamese.predict([first, second], verbose=0)
-    except Exception as error:  # 2.0.0 - 2.0.2: a placeholder of the original graph
-        return False, "calling the model on two new tensors failed: {}: {}".format(
-            type(error).__name__, str(error).splitlines()[0])
-    expected = [encoder.predict(first, verbose=0), encoder.predict(second, verbose=0)]
-    if all(numpy.allclose(e, g) for e, g in zip(expected, got)):
-        return True, "calling the model on two new tensors works: each call uses its own mask"
-    return False, "calling the model on two new tensors ran, but the second call used the first's mask"
-
-
-def check_call_on_new_tensors(keras):
-    """(works: bool, detail: str): call the model on a new input (what a
-    nested model, TimeDistributed and multi_gpu_model do), compare predictions."""
-    if not hasattr(keras.models, "clone_model"):
-        return check_shared_model(keras)
-    model = _two_output_model(keras)
-    new_input = keras.layers.Input(shape=(5,), dtype="int32")
-    try:
-        outer = keras.models.Model(new_input, model(new_input))
-    except Exception as error:
-        return False, "calling the model on a new tensor failed: {}: {}".format(
-            type(error).__name__, error)
-    if _predicts_like(model, outer):
-        return True, "calling the model on a new tensor works: it predicts what the model predicts"
-    return False, "calling the model on a new tensor ran, but predicts differently"
-
-
-def check_tf_keras():
-    """(works: bool, detail: str or None): tf.keras of an affected TensorFlow
-    must compute a shared model's calls each with its own mask; None where
-    TensorFlow is not installed."""
-    try:
-        import tensorflow
-    except ImportError:
-        return True, None
-    version = tensorflow.__version__
-    affected, reason = is_affected("tensorflow", version)
-    if not affected:
-        return True, reason + "; not checked"
-    works, detail = check_shared_model(tensorflow.keras)
-    return works, "tensorflow {}: {}".format(version, detail)
+        if family == KERAS:
+            keras = _import_keras()
+            affected, reason = is_affected("keras", keras.__version__)
+        else:
+            import tensorflow
+            keras = getattr(tensorflow, "keras", None)
+            affected, reason = is_affected("tensorflow", tensorflow.__version__)
+    except ImportError as error:
+        return None, "{}: not installed ({})".format(family, error)
+    return (keras, None) if affected and keras is not None else (None, reason + "; not checked")
 
 
 def self_check():
-    """A report (dict, in the order to show) and the exit code."""
-    report = collections.OrderedDict([
-        ("python", platform.python_version()), ("executable", sys.executable),
-        ("keras_clone_fix", keras_clone_fix.__version__)])
+    """The report (dict, in the order to show) and the exit code."""
+    report = _header()
     _quiet_backends()
-    checks = []
-    try:
-        keras = _import_keras()
-    except ImportError as error:
-        report["keras"] = None
-        missing = "keras is not installed ({})".format(error)
-    else:
-        missing = None
-        report.update([  # pairs, not keywords: Python 2 would shuffle keywords
-            ("keras", keras.__version__), ("backend", keras.backend.backend()),
-            ("affected", is_affected("keras", keras.__version__)[0])])
-        clone_works, report["clone"] = check_clone(keras)
-        call_works, report["call_on_new_tensors"] = check_call_on_new_tensors(keras)
-        checks += [clone_works, call_works]
-    tf_keras_works, tf_keras = check_tf_keras()
-    if tf_keras is None and missing:
-        report["result"] = missing + ", nor tensorflow: nothing to fix"
-        return report, NOT_INSTALLED
-    if tf_keras is not None:
-        report["tf_keras"] = tf_keras
-        checks.append(tf_keras_works)
+    families = [family for family, package in ((KERAS, "keras"), (TF_KERAS, "tensorflow"))
+                if _installed(package)]
+    not_checked, sections = [], []
+    for family in families:
+        keras, why_not = _family_to_check(family)
+        if keras is None:
+            not_checked.append(why_not)
+            continue
+        side, _ = _side.run_checks(family, _builtin_model.build)
+        sections.append(_report.section(
+            "the built-in model", "its initial weights",
+            {_report.PATCHED if side["patched"] else _report.UNPATCHED: side}))
     status = keras_clone_fix.status()
     report.update([("patched", status.patched), ("targets", status.targets),
-                   ("reason", status.reason), ("activated_by", status.activated_by)])
-    works = all(checks)
-    report["result"] = "ok" if works else "FAILED"
+                   ("reason", status.reason), ("activated_by", status.activated_by),
+                   ("not_checked", not_checked), ("models", sections)])
+    works = all(made["ok"] for made in sections)
+    if not families:
+        report["result"] = "keras is not installed, nor tensorflow: nothing to fix"
+    else:
+        report["result"] = "ok" if works else "FAILED"
     return report, WORKS if works else FAILS
 
 
-def main(argv=None):
+def _print_self_check(report):
+    width = max(len(key) for key in report)
+    for key, value in report.items():
+        if key == "models":
+            for made in value:
+                print("")
+                print("\n".join(_report.text(made)))
+            print("")
+        else:
+            print("{:>{}}: {}".format(key.replace("_", " "), width, value))
+
+
+# --- check MODEL_FILE: the engine in two interpreters, with and without the fix --
+
+def _print_error(message):
+    sys.stderr.write("python -m keras_clone_fix check: {}\n".format(message))
+
+
+def _weights_text(arguments, file_format):
+    if arguments.weights:
+        return "weights from " + arguments.weights
+    if file_format == "hdf5":
+        return "weights from the model file"
+    return "the model's initial weights: the JSON has none (give --weights FILE)"
+
+
+def _not_loaded(side, message):
+    """A side without the fix that could not load the model."""
+    checks = collections.OrderedDict(
+        (name, _check.result(_check.UNAVAILABLE, "not run: the model did not load"))
+        for name in _check.CHECKS)
+    checks["load"] = _check.result(_check.ERROR, message)
+    return dict(side, checks=checks)
+
+
+def run_check(arguments):
+    """The report of MODEL_FILE (dict) and the exit code."""
+    started = time.time()
+    show = not (arguments.quiet or arguments.json)
+
+    def progress(text):
+        if show:
+            sys.stderr.write("check: {}\n".format(text))
+            sys.stderr.flush()
+
+    file_format, saved_by = _model_file.inspect_file(arguments.model_file, arguments.weights)
+    family = arguments.family or saved_by or (KERAS if _installed("keras") else TF_KERAS)
+    package = "keras" if family == KERAS else "tensorflow"
+    if not _installed(package):
+        raise _model_file.BadInput("{}: {} loads this model, but {} is not installed".format(
+            arguments.model_file, family, package))
+    scratch = tempfile.mkdtemp(prefix="keras-clone-fix-check-")
+    try:
+        request = dict(
+            model_file=os.path.abspath(arguments.model_file), format=file_format, family=family,
+            custom_objects=arguments.custom_objects,
+            weights=arguments.weights and os.path.abspath(arguments.weights),
+            batch=arguments.batch, timesteps=arguments.timesteps, seed=arguments.seed,
+            reference=os.path.join(scratch, "reference.npz"),
+            initial_weights=os.path.join(scratch, "initial-weights.h5"))
+        sides = collections.OrderedDict()
+        for name, fix in ((_report.PATCHED, True), (_report.UNPATCHED, False)):
+            if not fix and not sides[_report.PATCHED]["affected"]:
+                break
+            heading = _report.HEADINGS[name]
+            progress("{}: a new interpreter imports {} and loads {} (TensorFlow and a large "
+                     "model take a while)".format(heading, family, arguments.model_file))
+            side = _side.run_side(request, scratch, name, fix,
+                                  lambda text: progress("{}: {}".format(heading, text)))
+            if "bad_input" in side:
+                if fix:
+                    raise _model_file.BadInput(side["bad_input"])
+                side = _not_loaded(sides[_report.PATCHED], side["bad_input"])
+            sides[name] = side
+        sides = collections.OrderedDict(
+            (name, sides[name]) for name in (_report.UNPATCHED, _report.PATCHED) if name in sides)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    report = _header()
+    report.update(_report.section(arguments.model_file,
+                                  _weights_text(arguments, file_format), sides))
+    progress("done in {:.1f} s".format(time.time() - started))
+    return report, WORKS if report["ok"] else FAILS
+
+
+# --- arguments ----------------------------------------------------------------
+
+def _positive(text):
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError("{!r} is not a positive integer".format(text))
+    return value
+
+
+def _check_parser():
+    parser = argparse.ArgumentParser(
+        prog="python -m keras_clone_fix check",
+        description="Check a saved model: whether this Keras breaks rebuilding it (clone_model, "
+                    "nesting, shared calls, multi_gpu_model), and that keras-clone-fix "
+                    "rebuilds it exactly. Each side runs in its own interpreter.")
+    parser.add_argument("model_file", metavar="MODEL_FILE",
+                        help="a model saved with model.save() (HDF5) or model.to_json() (JSON)")
+    parser.add_argument("--custom-objects", metavar="SPEC", action="append", default=[],
+                        help="MODULE:NAME (a dict, or a function returning one) or MODULE (its "
+                             "public classes and functions); repeatable")
+    parser.add_argument("--weights", metavar="FILE",
+                        help="weights (model.save_weights) for a JSON model file")
+    family = parser.add_mutually_exclusive_group()
+    family.add_argument("--keras", dest="family", action="store_const", const=KERAS,
+                        help="load with the keras package")
+    family.add_argument("--tf-keras", dest="family", action="store_const", const=TF_KERAS,
+                        help="load with tf.keras")
+    parser.add_argument("--batch", type=_positive, default=4, metavar="N",
+                        help="rows of the inputs (default 4)")
+    parser.add_argument("--timesteps", type=_positive, default=8, metavar="N",
+                        help="length of the inputs' unknown dimensions (default 8)")
+    parser.add_argument("--seed", type=int, default=0, metavar="N",
+                        help="seed of the inputs (default 0)")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    return parser
+
+
+def parse_arguments(argv=None):
+    """An argparse.Namespace: command is "check" or None (the self-check).
+    Exits with status 2 on bad arguments, as argparse does."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["check"]:
+        arguments = _check_parser().parse_args(argv[1:])
+        arguments.command = "check"
+        return arguments
     parser = argparse.ArgumentParser(
         prog="python -m keras_clone_fix",
-        description="Show whether keras.models.clone_model is fixed here, and prove it.")
+        description="Show whether keras.models.clone_model is fixed here, and prove it on a "
+                    "built-in model. `python -m keras_clone_fix check MODEL_FILE` checks "
+                    "your own model (see `check --help`).")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     arguments = parser.parse_args(argv)
-    report, code = self_check()
-    if arguments.json:
-        print(json.dumps(dict(report, ok=code == 0), indent=2, sort_keys=True,
-                         separators=(",", ": ")))  # Python 2 would end lines with ", "
+    arguments.command = None
+    return arguments
+
+
+def main(argv=None):
+    arguments = parse_arguments(argv)
+    if arguments.command == "check":
+        try:
+            report, code = run_check(arguments)
+        except _model_file.BadInput as error:
+            _print_error(error)
+            return USAGE
+        except _side.SideFailed as error:
+            _print_error("{}\n{}".format(error, _report.REPORT_A_BUG))
+            return FAILS
     else:
-        width = max(len(key) for key in report)
-        for key, value in report.items():
-            print("{:>{}}: {}".format(key.replace("_", " "), width, value))
+        report, code = self_check()
+    if arguments.json:
+        print(_report.as_json(dict(report, ok=code == WORKS)))
+    elif arguments.command == "check":
+        print("\n".join(_report.text(report)))
+    else:
+        _print_self_check(report)
     return code

@@ -1,37 +1,56 @@
 """python -m keras_clone_fix: the self-check."""
 
+import collections
 import json
 
 import pytest
 
 from conftest import AFFECTED, KERAS, affected_only, installed, run_python
+from keras_clone_fix._affected import is_affected
+from keras_clone_fix._cli import parse_arguments
 
 TENSORFLOW = installed("tensorflow")
+BACKEND = None
+if KERAS:
+    from keras import backend
+    BACKEND = backend.backend()
 
 
 def self_check(*options, **kwargs):
     return run_python(["-m", "keras_clone_fix"] + list(options), **kwargs)
 
 
+def keras_section(report):
+    sections = [made for made in report["models"] if made["family"] == "keras"]
+    return sections[0] if sections else None
+
+
+def side_results(made, side):
+    return dict((name, sides[side]["result"]) for name, sides in made["checks"].items()
+                if side in sides)
+
+
 def test_json_report_matches_the_environment():
     finished = self_check("--json")
-    report = json.loads(finished.stdout)
+    report = json.loads(finished.stdout, object_pairs_hook=collections.OrderedDict)
     assert report["ok"] is True and finished.returncode == 0
     if KERAS is None and not TENSORFLOW:
-        assert report["keras"] is None and "keras is not installed" in report["result"]
+        assert report["models"] == [] and "keras is not installed" in report["result"]
         return
-    assert ("tf_keras" in report) is TENSORFLOW  # tests/test_tf_keras.py checks what it says
-    if KERAS is None:
-        assert report["keras"] is None and report["result"] == "ok"
-    else:
-        assert report["patched"] is AFFECTED and report["affected"] is AFFECTED
-        assert report["clone"].startswith(
-            "clone_model works" if KERAS >= (2, 0, 7) else "keras {} has no clone_model".format(
-                report["keras"]))
-        assert report["call_on_new_tensors"].startswith(
-            "calling the model on a new tensor works" if KERAS >= (2, 0, 7) else
-            "calling the model on two new tensors works")
-        assert report["result"] == "ok"
+    assert report["result"] == "ok" and (report["patched"] or not AFFECTED)
+    made = keras_section(report)
+    if not AFFECTED:  # tests/test_tf_keras.py checks tf.keras
+        assert made is None
+        return
+    assert made["model"] == "the built-in model" and made["keras"] == ".".join(map(str, KERAS))
+    assert made["affected"] is True and made["ok"] is True
+    assert list(made["checks"]) == ["load", "clone", "clone_of_clone", "nested", "called_twice",
+                                    "multi_gpu", "original_unchanged"]
+    results = side_results(made, "patched")
+    assert set(results.values()) <= {"ok", "unavailable"} and results["called_twice"] == "ok"
+    assert (results["clone"] == "ok") is (KERAS >= (2, 0, 7))
+    assert made["risks"] == ([{"layer": "two_outputs_1", "risk": "a layer with 2 outputs "
+                               "carrying masks"}] if KERAS >= (2, 0, 7) else [])
 
 
 @pytest.mark.skipif(KERAS is not None or TENSORFLOW,
@@ -53,27 +72,57 @@ def test_reports_the_fix_and_how_it_was_activated():
 @affected_only
 def test_prints_the_report_alone_without_the_backends_noise():
     finished = self_check(env={"TF_CPP_MIN_LOG_LEVEL": None, "PYTHONWARNINGS": None})
-    assert [line.split(":")[0].strip() for line in finished.stdout.splitlines()] == [
-        "python", "executable", "keras clone fix", "keras", "backend", "affected", "clone",
-        "call on new tensors"] + (["tf keras"] if TENSORFLOW else []) + [
-        "patched", "targets", "reason", "activated by", "result"]
+    lines = finished.stdout.splitlines()
+    assert [line.split(":")[0].strip() for line in lines[:8]] == [
+        "python", "executable", "keras clone fix", "patched", "targets", "reason",
+        "activated by", "not checked"]
+    assert lines[8:11] == ["", "model: the built-in model (its initial weights)",
+                           "{} (backend {})".format(
+                               is_affected("keras", ".".join(map(str, KERAS)))[1], BACKEND)]
+    assert lines[-1] == "result: ok".rjust(len(lines[-1]))
     assert finished.stderr == ""
 
 
 @pytest.mark.skipif(not AFFECTED, reason="needs an affected Keras, 2.0.0 - 2.3.1")
 def test_fails_clearly_when_the_fix_is_switched_off():
-    finished = self_check(env={"KERAS_CLONE_FIX": "0"})
-    assert finished.returncode == 1
+    finished = self_check("--json", env={"KERAS_CLONE_FIX": "0"})
+    report = json.loads(finished.stdout)
+    assert finished.returncode == 1 and report["result"] == "FAILED" and report["ok"] is False
+    assert report["reason"] == "activation switched off by KERAS_CLONE_FIX=0"
+    made = keras_section(report)
+    results = side_results(made, "unpatched")
+    assert side_results(made, "patched") == {} and made["ok"] is False
     if KERAS >= (2, 0, 7):
-        assert "clone_model failed: AssertionError: Could not compute output" in finished.stdout
-        assert "calling the model on a new tensor failed: " in finished.stdout
+        assert made["checks"]["clone"]["unpatched"]["detail"].startswith(
+            "AssertionError: Could not compute output")
+        assert results["nested"] == results["called_twice"] == "error"
     else:  # 2.0.0 - 2.0.2 pass the original's mask tensor: a placeholder to feed
-        assert ("the second call used the first's mask" in finished.stdout
-                or "failed: InvalidArgumentError: You must feed a value" in finished.stdout)
-    assert "result: FAILED" in finished.stdout
-    assert "activation switched off by KERAS_CLONE_FIX=0" in finished.stdout
+        assert results["called_twice"] in ("wrong", "error")
+    assert made["summary"].endswith("keras-clone-fix is not active here.")
 
 
 def test_bad_option_is_named():
     finished = self_check("--jsn")
     assert finished.returncode == 2 and "--jsn" in finished.stderr
+
+
+@pytest.mark.parametrize("argv, command", [
+    ([], None), (["--json"], None), (["check", "model.h5"], "check"),
+    (["check", "model.h5", "--tf-keras", "--custom-objects", "a:b", "--custom-objects", "c",
+      "--batch", "2", "--json", "--quiet"], "check"),
+])
+def test_parse_arguments(argv, command):
+    arguments = parse_arguments(argv)
+    assert arguments.command == command
+    if command:
+        assert arguments.model_file == "model.h5"
+    if len(argv) > 2:
+        assert (arguments.family, arguments.custom_objects, arguments.batch, arguments.json,
+                arguments.quiet) == ("tf.keras", ["a:b", "c"], 2, True, True)
+
+
+@pytest.mark.parametrize("argv", [["check"], ["chek", "model.h5"], ["check", "m.h5", "--seed"]])
+def test_parse_arguments_exits_2_on_bad_arguments(argv):
+    with pytest.raises(SystemExit) as exited:
+        parse_arguments(argv)
+    assert exited.value.code == 2

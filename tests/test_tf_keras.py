@@ -214,38 +214,43 @@ def test_import_tensorflow_is_patched_at_interpreter_start():
 
 
 def self_check(env=None):
-    return run_python(["-m", "keras_clone_fix", "--json"], env=env)
+    """The exit status, the JSON report, and its tf.keras section (None if not checked)."""
+    finished = run_python(["-m", "keras_clone_fix", "--json"], env=env)
+    report = json.loads(finished.stdout)
+    sections = [made for made in report["models"] if made["family"] == "tf.keras"]
+    return finished.returncode, report, sections[0] if sections else None
 
 
 def test_self_check_proves_tf_keras():
-    finished = self_check()
-    report = json.loads(finished.stdout)
-    assert finished.returncode == 0 and report["result"] == "ok"
-    assert report["tf_keras"] == (
-        "tensorflow {}: calling the model on two new tensors works: each call uses its own "
-        "mask".format(tensorflow.__version__) if PATCHED_HERE else
-        "tensorflow {}: tf.keras of TensorFlow 1.15 and 2.x copies the call arguments: "
-        "correct; not checked".format(tensorflow.__version__))
+    code, report, made = self_check()
+    assert code == 0 and report["result"] == "ok"
+    if not PATCHED_HERE:
+        assert made is None and "tensorflow {}: tf.keras of TensorFlow 1.15 and 2.x copies the " \
+            "call arguments: correct; not checked".format(tensorflow.__version__) \
+            in report["not_checked"]
+        return
+    assert made["tensorflow"] == tensorflow.__version__ and made["ok"] is True
+    assert made["checks"]["called_twice"] == {"patched": {"result": "ok", "detail": ""}}
 
 
 @pytest.mark.skipif(not PATCHED_HERE, reason="TensorFlow 1.15 is not affected")
 def test_self_check_fails_with_the_fix_switched_off():
-    finished = self_check(env={"KERAS_CLONE_FIX": "0"})
-    report = json.loads(finished.stdout)
-    assert finished.returncode == 1 and report["result"] == "FAILED"
-    assert report["tf_keras"].endswith("the second call used the first's mask")
+    code, report, made = self_check(env={"KERAS_CLONE_FIX": "0"})
+    assert code == 1 and report["result"] == "FAILED" and made["ok"] is False
+    assert made["checks"]["called_twice"]["unpatched"]["result"] == "wrong"
 
 
 USES_THE_FIXTURE = u"""
 import tensorflow
 
 import keras_clone_fix
-from keras_clone_fix._cli import check_shared_model
+from keras_clone_fix import _builtin_model, _side
 
 
 def shared_model_works():
     tensorflow.keras.backend.clear_session()
-    return check_shared_model(tensorflow.keras)[0]
+    side, _ = _side.run_checks("tf.keras", _builtin_model.build)
+    return side["checks"]["called_twice"]["result"] == "ok"
 
 
 def test_before():

@@ -1,0 +1,393 @@
+"""The check engine: how a model's rebuilds compare with the model itself.
+
+Given a family's keras module (`keras`, or `tensorflow.keras`) and a built
+model, it makes inputs from the model's own input shapes and dtypes, names
+what in the model puts it at risk of the rebuild bugs, and runs the checks
+(clone, clone_of_clone, nested, called_twice, multi_gpu), each comparing
+predictions with the model's own on the same inputs; `load` compares the
+model's predictions with those of the side that loaded it with the fix,
+where given; `original_unchanged` says which checks changed the call
+arguments recorded in the original's nodes. Those are put back after each
+check, so that no check computes with what an earlier one left. It runs in
+the interpreter whose fix state is being checked: a side of `check`, or the
+self-check's own.
+
+A check's result is a dict: {"result": "ok" | "wrong" | "error" |
+"unavailable", "detail": str}.
+"""
+
+import collections
+import importlib
+import inspect
+import os
+import sys
+import traceback
+
+OK, WRONG, ERROR, UNAVAILABLE = "ok", "wrong", "error", "unavailable"
+FAILED = (WRONG, ERROR)
+CHECKS = ("load", "clone", "clone_of_clone", "nested", "called_twice", "multi_gpu",
+          "original_unchanged")
+# float32 models rebuilt from the same weights compute the same operations:
+# a difference above this is a different computation, not rounding.
+RTOL, ATOL = 1e-4, 1e-5
+
+
+def result(outcome, detail=""):
+    return {"result": outcome, "detail": detail}
+
+
+def release_name(keras):
+    """"keras 2.2.4", or "tf.keras 2.2.4-tf" (tf.keras's own version)."""
+    return "{} {}".format("tf.keras" if "tensorflow" in keras.__name__ else "keras",
+                          keras.__version__)
+
+
+def error_result(error):
+    """The error's type and first line; where it has no message (a bare
+    assert), where it was raised. Call it in the `except` block."""
+    lines = str(error).strip().splitlines()
+    if lines:
+        return result(ERROR, "{}: {}".format(type(error).__name__, lines[0]))
+    filename, line, function, _ = traceback.extract_tb(sys.exc_info()[2])[-1]
+    return result(ERROR, "{} in {} ({}:{})".format(
+        type(error).__name__, function, os.path.basename(filename), line))
+
+
+# --- the model's parts, across releases -------------------------------------
+
+def inbound_nodes(layer):
+    """Keras 2.1.3 renamed inbound_nodes to _inbound_nodes."""
+    nodes = getattr(layer, "_inbound_nodes", None)
+    return nodes if nodes is not None else getattr(layer, "inbound_nodes", [])
+
+
+def as_list(value):
+    if value is None:
+        return []
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def is_model(keras, layer):
+    return isinstance(layer, keras.models.Model)
+
+
+def all_layers(keras, model, prefix=""):
+    """(path, layer) of every layer, nested models' layers too ("outer/inner")."""
+    for layer in model.layers:
+        path = prefix + layer.name
+        yield path, layer
+        if is_model(keras, layer):
+            for pair in all_layers(keras, layer, path + "/"):
+                yield pair
+
+
+def node_masks(node, kind):
+    """A node's input or output masks: recorded on the node by keras, on the
+    tensors (`_keras_mask`) by tf.keras."""
+    masks = getattr(node, kind + "_masks", None)
+    if masks is not None:
+        return as_list(masks)
+    return [getattr(tensor, "_keras_mask", None) for tensor in as_list(
+        getattr(node, kind + "_tensors", None))]
+
+
+def is_tensor(value):
+    return hasattr(value, "_keras_history") or type(value).__name__ in (
+        "Tensor", "TensorVariable", "Variable", "RefVariable")
+
+
+def tensor_arguments(node):
+    return sorted(name for name, value in (getattr(node, "arguments", None) or {}).items()
+                  if any(is_tensor(item) for item in as_list(value)))
+
+
+def risks(keras, model):
+    """[(layer path, what puts it at risk)], in the model's layer order."""
+    found = []
+    for path, layer in all_layers(keras, model):
+        nodes = inbound_nodes(layer)
+        for node in nodes:
+            outputs = as_list(node.output_tensors)
+            masked = [mask for mask in node_masks(node, "output") if mask is not None]
+            if len(outputs) > 1 and masked:
+                found.append((path, "a layer with {} outputs carrying masks".format(len(outputs))))
+                break
+        if is_model(keras, layer):
+            if any(mask is not None for node in nodes for mask in node_masks(node, "input")):
+                found.append((path, "a nested model fed masked tensors"))
+            if len(nodes) > 2:  # its first node is its own, from its inputs to its outputs
+                found.append((path, "a model shared by {} calls".format(len(nodes) - 1)))
+        arguments = sorted(set(name for node in nodes for name in tensor_arguments(node)))
+        if arguments:
+            found.append((path, "called with tensor arguments: " + ", ".join(arguments)))
+        elif hasattr(layer, "cell") and any(len(as_list(node.input_tensors)) > 1
+                                            for node in nodes):
+            # keras 2.2.5 and tf.keras make an RNN's initial_state and constants inputs
+            found.append((path, "an RNN called with initial_state or constants"))
+    return found
+
+
+# --- inputs -----------------------------------------------------------------
+
+def embedding_sizes(keras, model):
+    return [layer.input_dim for _, layer in all_layers(keras, model)
+            if isinstance(layer, keras.layers.Embedding)]
+
+
+def masking_values(keras, model):
+    return [float(layer.mask_value) for _, layer in all_layers(keras, model)
+            if isinstance(layer, keras.layers.Masking)]
+
+
+def lengths(batch, steps, reverse, shift):
+    """A different number of real time steps in each row, at least one;
+    `shift` rotates the rows, so that each input of a model gets its own."""
+    rows = [max(1, steps - (row * steps) // max(batch, 1)) for row in range(batch)]
+    rows = rows[shift % batch:] + rows[:shift % batch]
+    return rows[::-1] if reverse else rows
+
+
+def make_inputs(keras, model, batch, timesteps, seed, reverse=False):
+    """Arrays for the model's inputs: token ids below every Embedding's
+    input_dim for integer inputs, normal values for float ones; time steps
+    past each row's length are 0 (integers: padding for mask_zero) or the
+    Masking layer's mask_value (floats)."""
+    import numpy  # here, not at the top: the self-check runs where numpy is not installed
+    random = numpy.random.RandomState(seed)
+    vocabulary = min(embedding_sizes(keras, model) or [10])
+    mask_values = masking_values(keras, model)
+    arrays = []
+    for index, tensor in enumerate(model.inputs):
+        shape = [batch] + [timesteps if size is None else size
+                           for size in keras.backend.int_shape(tensor)[1:]]
+        dtype = keras.backend.dtype(tensor)
+        if "int" in dtype:
+            array = random.randint(1, max(vocabulary, 2), size=shape).astype(dtype)
+            padding = 0
+        else:
+            array = random.normal(size=shape).astype(dtype if "float" in dtype else "float32")
+            padding = mask_values[0] if mask_values else None
+        if padding is not None and len(shape) > 1:
+            for row, length in zip(array, lengths(batch, shape[1], reverse, index)):
+                row[length:] = padding
+        arrays.append(array)
+    return arrays
+
+
+# --- comparing --------------------------------------------------------------
+
+def predict(model, inputs):
+    import numpy
+    got = model.predict(inputs if len(inputs) > 1 else inputs[0], batch_size=len(inputs[0]))
+    return [numpy.asarray(part) for part in as_list(got)]
+
+
+def compare(expected, got):
+    import numpy
+    if len(expected) != len(got):
+        return result(WRONG, "{} outputs instead of {}".format(len(got), len(expected)))
+    differences = []
+    for want, have in zip(expected, got):
+        if want.shape != have.shape:
+            return result(WRONG, "an output of shape {} instead of {}".format(
+                have.shape, want.shape))
+        differences.append(float(numpy.max(numpy.abs(want - have))) if want.size else 0.0)
+        if not numpy.allclose(want, have, rtol=RTOL, atol=ATOL):
+            return result(WRONG, "largest absolute difference {:.3g}".format(max(differences)))
+    return result(OK)
+
+
+# --- the checks -------------------------------------------------------------
+
+def find_clone_model(keras):
+    """clone_model, or None: keras has it from 2.0.7; tf.keras exports it
+    from 1.11 and keeps it in its private models module before."""
+    clone_model = getattr(keras.models, "clone_model", None)
+    if clone_model is None and "tensorflow" in keras.__name__:
+        try:
+            clone_model = importlib.import_module(
+                "tensorflow.python.keras._impl.keras.models").clone_model
+        except (ImportError, AttributeError):
+            pass
+    return clone_model
+
+
+def new_inputs(keras, model, name):
+    return [keras.layers.Input(batch_shape=keras.backend.int_shape(tensor),
+                               dtype=keras.backend.dtype(tensor),
+                               name="{}_{}".format(name, index))
+            for index, tensor in enumerate(model.inputs)]
+
+
+def called_on(keras, model, inputs):
+    return as_list(model(inputs if len(inputs) > 1 else inputs[0]))
+
+
+class Checks(object):
+    """The checks of one model, in one interpreter."""
+
+    def __init__(self, keras, model, inputs, other_inputs, reference=None):
+        self.keras, self.model = keras, model
+        self.inputs, self.other_inputs = inputs, other_inputs
+        self.expected = predict(model, inputs)
+        self.reference = reference
+        self.arguments = snapshot_arguments(keras, model)
+        self.changes = []  # (check, layer path, call index, argument names)
+        self.clone_model = find_clone_model(keras)
+        self.clone = None
+
+    def check_load(self):
+        if self.reference is None:
+            return result(OK, "the reference predictions")
+        return compare(self.reference, self.expected)
+
+    def cloned(self, model):
+        clone = self.clone_model(model)
+        clone.set_weights(self.model.get_weights())
+        return clone
+
+    def no_clone_model(self):
+        return result(UNAVAILABLE, "{} has no clone_model (keras has it from 2.0.7)".format(
+            release_name(self.keras)))
+
+    def check_clone(self):
+        if self.clone_model is None:
+            return self.no_clone_model()
+        self.clone = self.cloned(self.model)
+        return compare(self.expected, predict(self.clone, self.inputs))
+
+    def check_clone_of_clone(self):
+        if self.clone_model is None:
+            return self.no_clone_model()
+        clone = self.clone or self.cloned(self.model)  # raises again where clone failed
+        return compare(self.expected, predict(self.cloned(clone), self.inputs))
+
+    def check_nested(self):
+        keras = self.keras
+        outer_inputs = new_inputs(keras, self.model, "nested")
+        outer = keras.models.Model(outer_inputs, called_on(keras, self.model, outer_inputs))
+        return compare(self.expected, predict(outer, self.inputs))
+
+    def check_called_twice(self):
+        keras = self.keras
+        first, second = (new_inputs(keras, self.model, name) for name in ("first", "second"))
+        twice = keras.models.Model(first + second, called_on(keras, self.model, first)
+                                   + called_on(keras, self.model, second))
+        expected = self.expected + predict(self.model, self.other_inputs)
+        return compare(expected, predict(twice, self.inputs + self.other_inputs))
+
+    def check_original_unchanged(self):
+        if not self.changes:
+            return result(OK)
+        return result(WRONG, "; ".join(
+            "{} changed the call arguments of {} (call {}): {}".format(
+                check, path, index, ", ".join(names))
+            for check, path, index, names in self.changes[:3]))
+
+    def check_multi_gpu(self):
+        multi_gpu_model, why_not = find_multi_gpu_model(self.keras)
+        if multi_gpu_model is None:
+            return result(UNAVAILABLE, why_not)
+        parallel = multi_gpu_model(self.model, gpus=2, cpu_relocation=True)
+        replica, = [layer for layer in parallel.layers if is_model(self.keras, layer)]
+        replica.set_weights(self.model.get_weights())  # the relocated clone starts anew
+        return compare(self.expected, predict(parallel, self.inputs))
+
+    def run(self, progress=None):
+        """{check name: result}, each check run even if another failed."""
+        results = collections.OrderedDict()
+        for name in CHECKS:
+            try:
+                results[name] = getattr(self, "check_" + name)()
+            except Exception as error:
+                results[name] = error_result(error)
+            self.changes += [(name,) + change for change in changed_arguments(self.arguments)]
+            restore_arguments(self.arguments)
+            if progress:
+                progress(name, results[name])
+        return results
+
+
+def snapshot_arguments(keras, model):
+    """[(layer path, call index, node, a copy of its call arguments)]."""
+    return [(path, index, node, dict(getattr(node, "arguments", None) or {}))
+            for path, layer in all_layers(keras, model)
+            for index, node in enumerate(inbound_nodes(layer))]
+
+
+def changed_arguments(snapshot):
+    """[(layer path, call index, names of the arguments that differ now)]."""
+    changed = []
+    for path, index, node, before in snapshot:
+        after = getattr(node, "arguments", None) or {}
+        names = sorted(name for name in set(before) | set(after)
+                       if not same_argument(before.get(name), after.get(name)))
+        if names:
+            changed.append((path, index, names))
+    return changed
+
+
+def restore_arguments(snapshot):
+    for _, _, node, before in snapshot:
+        if before or getattr(node, "arguments", None):
+            node.arguments = dict(before)
+
+
+def same_argument(before, after):
+    before, after = as_list(before), as_list(after)
+    return len(before) == len(after) and all(
+        b is a or (not is_tensor(b) and not is_tensor(a) and b == a)
+        for b, a in zip(before, after))
+
+
+def find_multi_gpu_model(keras):
+    """(multi_gpu_model, None) or (None, why it cannot run here)."""
+    name = release_name(keras)
+    if keras.backend.backend() != "tensorflow":
+        return None, "multi_gpu_model needs the TensorFlow backend"
+    multi_gpu_model = getattr(keras.utils, "multi_gpu_model", None)
+    if multi_gpu_model is None:
+        return None, name + " has no multi_gpu_model"
+    try:
+        parameters = inspect.signature(multi_gpu_model).parameters
+    except AttributeError:  # Python 2
+        parameters = inspect.getargspec(multi_gpu_model).args
+    if "cpu_relocation" not in parameters:
+        return None, name + "'s multi_gpu_model has no cpu_relocation"
+    return multi_gpu_model, None
+
+
+def simulate_two_gpus(keras):
+    """Let multi_gpu_model build on the CPU: it sees two GPUs, and the
+    session places their operations on the CPU. Before the model is loaded:
+    a new session would lose its weights."""
+    multi_gpu_model, _ = find_multi_gpu_model(keras)
+    if multi_gpu_model is None:
+        return
+    module = importlib.import_module(multi_gpu_model.__module__)
+    module._get_available_devices = lambda: [  # as TensorFlow names them: tf.keras parses that
+        "/job:localhost/replica:0/task:0/device:" + device for device in ("CPU:0", "GPU:0",
+                                                                          "GPU:1")]
+    import tensorflow
+    if tensorflow.__version__.startswith("1."):
+        config = tensorflow.ConfigProto(allow_soft_placement=True)
+        keras.backend.set_session(tensorflow.Session(config=config))
+    else:  # TensorFlow 2 has no sessions to configure
+        tensorflow.config.set_soft_device_placement(True)
+
+
+def check_model(keras, model, batch=4, timesteps=8, seed=0, reference=None, progress=None):
+    """(risks, {check name: result}, the model's predictions) of a model
+    built or loaded in this interpreter; `reference`: the predictions the
+    `load` check compares with."""
+    inputs = make_inputs(keras, model, batch, timesteps, seed)
+    other_inputs = make_inputs(keras, model, batch, timesteps, seed + 1, reverse=True)
+    found = risks(keras, model)
+    try:
+        checks = Checks(keras, model, inputs, other_inputs, reference)
+    except Exception as error:  # the model cannot even predict: nothing to compare with
+        results = collections.OrderedDict(
+            (name, result(UNAVAILABLE, "not run: the model cannot predict")) for name in CHECKS)
+        results["load"] = error_result(error)
+        return found, results, None
+    return found, checks.run(progress), checks.expected

@@ -1,0 +1,128 @@
+"""The report of a checked model, shared by `check` and the self-check: one
+dict (the JSON) made from the sides' results, and its text for people."""
+
+import collections
+import json
+
+from keras_clone_fix._check import CHECKS, FAILED, OK, UNAVAILABLE
+
+# The sides, in report order: without the fix, with it.
+UNPATCHED, PATCHED = "unpatched", "patched"
+HEADINGS = {UNPATCHED: "without the fix", PATCHED: "with keras-clone-fix"}
+FAMILY_FACTS = ("family", "keras", "backend", "tensorflow", "affected", "reason")
+CELL = 46
+REPORT_A_BUG = ("that is a bug of keras-clone-fix: please report it on its issue tracker, "
+                "with the output of --json attached")
+
+
+def release(facts):
+    if facts["family"] == "keras":
+        return "keras " + facts["keras"]
+    return "tf.keras of tensorflow " + facts["tensorflow"]
+
+
+def same_failure(sides):
+    """A check that fails alike without and with the fix: something the
+    release cannot do on this model (keras 2.2.4's multi_gpu_model cannot
+    relocate BatchNormalization on TensorFlow 1.15), not what the fix changes."""
+    return (UNPATCHED in sides and PATCHED in sides and sides[PATCHED]["result"] in FAILED
+            and sides[UNPATCHED] == sides[PATCHED])
+
+
+def failing(section, side):
+    """The checks that fail on a side, less those that fail alike on both."""
+    return [name for name, sides in section["checks"].items()
+            if side in sides and sides[side]["result"] in FAILED and not same_failure(sides)]
+
+
+def _alike(section):
+    alike = [name for name, sides in section["checks"].items() if same_failure(sides)]
+    if not alike:
+        return ""
+    return " {} {} alike without and with the fix: {} cannot do {} on this model.".format(
+        _names(alike), _fail(alike), release(section),
+        "it" if len(alike) == 1 else "them")
+
+
+def _fail(names):
+    return "fails" if len(names) == 1 else "fail"
+
+
+def _names(names):
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def summary(section):
+    """The closing sentence: what the release breaks, and what the fix does."""
+    name = release(section)
+    broken, still_broken = failing(section, UNPATCHED), failing(section, PATCHED)
+    every = "every other check" if any(
+        same_failure(sides) for sides in section["checks"].values()) else "every check"
+    if not any(PATCHED in sides for sides in section["checks"].values()):
+        return "{} breaks {} of this model; keras-clone-fix is not active here.".format(
+            name, _names(broken) if broken else "none of these checks")
+    if not section["affected"]:
+        if still_broken:
+            return "{} is not affected by the bugs keras-clone-fix fixes, but {} {} on this " \
+                   "model.".format(name, _names(still_broken), _fail(still_broken))
+        return "{} is not affected by these bugs; {} matches the model's predictions.".format(
+            name, every)
+    if still_broken:
+        return "With keras-clone-fix, {} still {} on {}: {}.".format(
+            _names(still_broken), _fail(still_broken), name, REPORT_A_BUG)
+    if not any(UNPATCHED in sides for sides in section["checks"].values()):
+        return "{} is affected; with keras-clone-fix {} matches the model's predictions.".format(
+            name, every)
+    if broken:
+        return "{} breaks {} of this model; with keras-clone-fix {} matches the model's " \
+               "predictions.".format(name, _names(broken), every)
+    return "{} breaks none of these checks on this model; with keras-clone-fix {} matches " \
+           "the model's predictions too.".format(name, every)
+
+
+def section(model, weights, sides):
+    """The report of one model: `sides` maps UNPATCHED / PATCHED to a
+    side's result (_side.run_checks); the facts and risks are the patched
+    side's: loaded without the fix, a model may be changed already."""
+    first = sides.get(PATCHED) or list(sides.values())[0]
+    made = collections.OrderedDict([("model", model), ("weights", weights)])
+    made.update((key, first[key]) for key in FAMILY_FACTS if key in first)
+    made["risks"] = first["risks"]
+    made["checks"] = collections.OrderedDict(
+        (name, collections.OrderedDict((side, sides[side]["checks"][name])
+                                       for side in (UNPATCHED, PATCHED) if side in sides))
+        for name in CHECKS)
+    made["summary"] = summary(made) + _alike(made)
+    made["ok"] = any(PATCHED in checks for checks in made["checks"].values()) and not failing(
+        made, PATCHED)
+    return made
+
+
+def _cell(outcome):
+    if outcome is None:
+        return "-"
+    text = outcome["result"] if outcome["result"] == OK or not outcome["detail"] else \
+        "{}: {}".format("n/a" if outcome["result"] == UNAVAILABLE else outcome["result"],
+                        outcome["detail"])
+    return text if len(text) <= CELL else text[:CELL - 3] + "..."
+
+
+def text(made):
+    """The section as lines for people."""
+    backend = " (backend {})".format(made["backend"]) if made.get("backend") else ""
+    lines = ["model: {} ({})".format(made["model"], made["weights"]), made["reason"] + backend,
+             "at risk:" if made["risks"] else
+             "at risk: nothing in this model is at risk of these bugs (checked anyway)"]
+    lines += ["  {}: {}".format(risk["layer"], risk["risk"]) for risk in made["risks"]]
+    sides = [side for side in (UNPATCHED, PATCHED)
+             if any(side in checks for checks in made["checks"].values())]
+    row = "{:<20}" + "{:<%d}" % (CELL + 2) * (len(sides) - 1) + "{}"
+    lines.append(row.format("check", *[HEADINGS[side] for side in sides]))
+    lines += [row.format(name, *[_cell(checks.get(side)) for side in sides])
+              for name, checks in made["checks"].items()]
+    return lines + [made["summary"]]
+
+
+def as_json(report):
+    # Python 2 would end lines with ", "
+    return json.dumps(report, indent=2, separators=(",", ": "))

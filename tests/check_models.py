@@ -1,0 +1,102 @@
+"""Models for tests/test_check.py, built with a family's keras module (the
+keras package or tf.keras) and saved by the test."""
+
+import numpy
+
+STEPS, VOCABULARY = 6, 20
+
+# A user's module of custom objects (written into the test's directory):
+# a layer with two outputs and one mask, the case the affected releases
+# cannot rebuild; get_custom_objects as keras-bert has it.
+CUSTOM_OBJECTS_MODULE = u'''
+{import_keras}
+
+
+class SplitOutputs(keras.layers.Layer):
+    """Two outputs, one mask: Layer's default compute_mask."""
+
+    def __init__(self, **kwargs):
+        super(SplitOutputs, self).__init__(**kwargs)
+        self.supports_masking = True
+
+    def call(self, inputs, mask=None):
+        return [inputs, inputs * 2.0]
+
+    def compute_output_shape(self, input_shape):
+        return [input_shape, input_shape]
+
+
+def get_custom_objects():
+    return {{"SplitOutputs": SplitOutputs}}
+
+
+NOT_A_DICT = 3
+'''
+IMPORT_KERAS = {"keras": "import keras", "tf.keras": "from tensorflow import keras"}
+
+
+def tokens(keras, name=None):
+    return keras.layers.Input(shape=(STEPS,), dtype="int32", name=name)
+
+
+def embedded(keras, x):
+    return keras.layers.Embedding(VOCABULARY, 4, mask_zero=True)(x)
+
+
+def multi_output_masking(keras, split_outputs):
+    """Embedding(mask_zero) -> the user's two-output layer -> an LSTM each."""
+    x = tokens(keras)
+    first, second = split_outputs()(embedded(keras, x))
+    return keras.models.Model(x, [keras.layers.LSTM(3)(first), keras.layers.LSTM(3)(second)])
+
+
+def seq2seq(keras, num_tokens=5, latent_dim=8):
+    """The training model of Keras's examples/lstm_seq2seq.py, small: the
+    encoder's states are the decoder's initial_state."""
+    encoder_inputs = keras.layers.Input(shape=(None, num_tokens))
+    _, state_h, state_c = keras.layers.LSTM(latent_dim, return_state=True)(encoder_inputs)
+    decoder_inputs = keras.layers.Input(shape=(None, num_tokens))
+    decoder_outputs, _, _ = keras.layers.LSTM(latent_dim, return_sequences=True,
+                                              return_state=True)(
+        decoder_inputs, initial_state=[state_h, state_c])
+    decoder_outputs = keras.layers.Dense(num_tokens, activation="softmax")(decoder_outputs)
+    return keras.models.Model([encoder_inputs, decoder_inputs], decoder_outputs)
+
+
+def nested_masked(keras):
+    """A model fed a masked tensor, nested in another: 2.2.5 - 2.3.1 clone
+    it without its mask."""
+    inner_input = keras.layers.Input(shape=(STEPS, 4))
+    inner = keras.models.Model(
+        inner_input, keras.layers.LSTM(3, return_sequences=True)(inner_input), name="inner")
+    x = tokens(keras)
+    return keras.models.Model(x, keras.layers.LSTM(2)(inner(embedded(keras, x))))
+
+
+def shared_masked_encoder(keras):
+    """A masked encoder called on two inputs (a siamese network); its LSTM
+    is called with training=False, a node with call arguments."""
+    x = tokens(keras)
+    encoder = keras.models.Model(
+        x, keras.layers.LSTM(3)(embedded(keras, x), training=False), name="encoder")
+    first, second = tokens(keras, "first"), tokens(keras, "second")
+    return keras.models.Model([first, second], [encoder(first), encoder(second)])
+
+
+def plain(keras):
+    x = keras.layers.Input(shape=(4,))
+    return keras.models.Model(x, keras.layers.Dense(2)(keras.layers.Dense(3)(x)))
+
+
+def vgg16(keras):
+    """keras.applications' model with the fewest layers (19 without its
+    top, which needs 224 x 224 inputs); 48 x 48 is its smallest input."""
+    return keras.applications.VGG16(input_shape=(48, 48, 3), weights=None, include_top=False,
+                                    pooling="avg")
+
+
+def randomized(model, seed=0):
+    """Weights far from their initial ones: a wrong mask shows."""
+    random = numpy.random.RandomState(seed)
+    model.set_weights([random.normal(size=weights.shape) for weights in model.get_weights()])
+    return model

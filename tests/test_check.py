@@ -1,0 +1,271 @@
+"""`python -m keras_clone_fix check MODEL_FILE` on models saved here with
+the installed Keras (or tf.keras, in the TensorFlow sessions): each run in
+a subprocess, its JSON read. Where the release has a bug, the side without
+the fix must be seen failing (as measured); with the fix every check matches.
+"""
+
+import collections
+import importlib
+import json
+import os
+import sys
+
+import pytest
+
+import check_models
+from conftest import AFFECTED, installed, run_python
+
+TENSORFLOW = None
+if installed("tensorflow"):
+    import tensorflow
+    TENSORFLOW = tuple(int(part) for part in tensorflow.__version__.split(".")[:2])
+
+if AFFECTED:
+    FAMILY, FAMILY_OPTIONS = "keras", []
+    import keras
+elif TENSORFLOW and (1, 4) <= TENSORFLOW < (2, 0):
+    FAMILY, FAMILY_OPTIONS = "tf.keras", ["--tf-keras"]
+    from tensorflow import keras
+else:
+    pytest.skip("needs keras 2.0.0 - 2.3.1, or tf.keras of TensorFlow 1.4 - 1.15",
+                allow_module_level=True)
+
+VERSION = tuple(int(part) for part in keras.__version__.split("-")[0].split(".")[:3])
+TF_KERAS_AFFECTED = FAMILY == "tf.keras" and TENSORFLOW < (1, 15)
+KERAS_AFFECTED = FAMILY == "keras"
+MULTI_OUTPUT_BUILDS = FAMILY == "tf.keras" or VERSION >= (2, 0, 7)
+NESTS_ON_MASKED_TENSORS = FAMILY == "tf.keras" or VERSION >= (2, 2, 0)
+CHECKS = ["load", "clone", "clone_of_clone", "nested", "called_twice", "multi_gpu",
+          "original_unchanged"]
+UNAFFECTED_RELEASE = not (KERAS_AFFECTED or TF_KERAS_AFFECTED)
+# Theano compiles every rebuilt graph: minutes a check for an LSTM model.
+compiles_for_minutes_on_theano = pytest.mark.skipif(
+    keras.backend.backend() == "theano", reason="Theano compiles each rebuilt graph for "
+    "minutes; there the plain model and the bad inputs run")
+
+
+@pytest.fixture(autouse=True)
+def fresh_graph():
+    yield
+    if hasattr(keras.backend, "clear_session"):  # Theano has no session
+        keras.backend.clear_session()
+
+
+@pytest.fixture(scope="module")
+def user_module(tmp_path_factory):
+    """The user's module of custom objects, importable here and, through
+    PYTHONPATH, in the command's interpreters."""
+    directory = tmp_path_factory.mktemp("user")
+    (directory / "user_layers.py").write_text(check_models.CUSTOM_OBJECTS_MODULE.format(
+        import_keras=check_models.IMPORT_KERAS[FAMILY]))
+    sys.path.insert(0, str(directory))
+    try:
+        yield str(directory), importlib.import_module("user_layers")
+    finally:
+        sys.path.remove(str(directory))
+        sys.modules.pop("user_layers", None)
+
+
+def check(path, *options, **kwargs):
+    """The command's exit status, its JSON report (None if it printed none), stderr."""
+    env = {"PYTHONPATH": kwargs.pop("pythonpath", None)}
+    finished = run_python(["-m", "keras_clone_fix", "check", str(path), "--json"]
+                          + FAMILY_OPTIONS + list(options), env=env)
+    try:
+        report = json.loads(finished.stdout, object_pairs_hook=collections.OrderedDict)
+    except ValueError:
+        report = None
+    return finished.returncode, report, finished.stderr
+
+
+def saved(model, tmp_path, name="model.h5"):
+    path = tmp_path / name
+    model.save(str(path))
+    return path
+
+
+def saved_json(model, tmp_path):
+    path = tmp_path / "model.json"
+    with open(str(path), "w") as written:  # to_json gives bytes on Python 2
+        written.write(model.to_json())
+    return path
+
+
+def results(report, side):
+    return dict((name, sides[side]["result"]) for name, sides in report["checks"].items()
+                if side in sides)
+
+
+def assert_fixed(code, report, stderr):
+    """Exit 0, the family's facts, every check right with the fix."""
+    assert report is not None, stderr
+    assert code == 0 and report["ok"] is True, json.dumps(report, indent=1)
+    assert report["family"] == FAMILY and list(report["checks"]) == CHECKS
+    patched = results(report, "patched")
+    assert set(patched.values()) <= {"ok", "unavailable"}, patched
+    assert ("unpatched" in report["checks"]["load"]) is not UNAFFECTED_RELEASE
+    if UNAFFECTED_RELEASE:
+        assert "is not affected" in report["summary"]
+
+
+def assert_unpatched_fails(report, expected):
+    """The side without the fix gets each named check's expected result."""
+    unpatched = results(report, "unpatched")
+    assert dict((name, unpatched[name]) for name in expected) == expected, \
+        json.dumps(report["checks"], indent=1)
+    assert "breaks " in report["summary"] and "with keras-clone-fix every" in report["summary"]
+
+
+@compiles_for_minutes_on_theano
+@pytest.mark.skipif(not MULTI_OUTPUT_BUILDS, reason="keras before 2.0.7 cannot build a "
+                    "multi-output layer's masks, fix or no fix")
+def test_multi_output_masking_layer_from_a_module_of_custom_objects(tmp_path, user_module):
+    directory, module = user_module
+    model = check_models.randomized(
+        check_models.multi_output_masking(keras, module.SplitOutputs))
+    code, report, stderr = check(saved(model, tmp_path), "--custom-objects",
+                                 "user_layers:get_custom_objects", pythonpath=directory)
+    assert_fixed(code, report, stderr)
+    assert report["risks"][0]["risk"] == "a layer with 2 outputs carrying masks"
+    if KERAS_AFFECTED:
+        assert_unpatched_fails(report, {"clone": "error", "nested": "error",
+                                        "called_twice": "error", "multi_gpu": "error"})
+
+
+@compiles_for_minutes_on_theano
+@pytest.mark.skipif(KERAS_AFFECTED and VERSION < (2, 0, 9), reason="keras before its RNN "
+                    "rewrite (2.0.9) cannot load a model whose LSTM takes initial_state (measured "
+                    "on 2.0.6: Layer lstm_2 expects 1 inputs), fix or no fix")
+def test_seq2seq_of_the_keras_examples(tmp_path):
+    model = check_models.randomized(check_models.seq2seq(keras))
+    code, report, stderr = check(saved(model, tmp_path), "--timesteps", "5")
+    assert_fixed(code, report, stderr)
+    assert report["risks"][0]["risk"] in ("called with tensor arguments: initial_state",
+                                          "an RNN called with initial_state or constants")
+    if KERAS_AFFECTED and (2, 0, 9) <= VERSION < (2, 2, 5):
+        assert_unpatched_fails(report, {"clone": "error"})
+
+
+@compiles_for_minutes_on_theano
+@pytest.mark.skipif(not NESTS_ON_MASKED_TENSORS, reason="keras before 2.2 cannot call a "
+                    "model on a masked tensor, fix or no fix")
+def test_nested_masked_model(tmp_path):
+    model = check_models.randomized(check_models.nested_masked(keras))
+    code, report, stderr = check(saved(model, tmp_path))
+    assert_fixed(code, report, stderr)
+    assert {"layer": "inner", "risk": "a nested model fed masked tensors"} in report["risks"]
+    if KERAS_AFFECTED and VERSION >= (2, 2, 5):  # silently wrong, not an error
+        assert_unpatched_fails(report, {"clone": "wrong"})
+
+
+@compiles_for_minutes_on_theano
+def test_shared_masked_encoder_saved_as_json_without_weights(tmp_path):
+    """Both sides start from the same initial weights, and the report says so."""
+    path = saved_json(check_models.shared_masked_encoder(keras), tmp_path)
+    code, report, stderr = check(path)
+    assert_fixed(code, report, stderr)
+    assert report["weights"].startswith("the model's initial weights: the JSON has none")
+    assert {"layer": "encoder", "risk": "a model shared by 2 calls"} in report["risks"]
+    if not UNAFFECTED_RELEASE:
+        # Loaded without the fix, the second call uses the first call's mask,
+        # silently; called on new tensors, a mask of the original's graph.
+        assert_unpatched_fails(report, {"load": "wrong", "nested": "error",
+                                        "called_twice": "error"})
+
+
+def test_plain_model_has_no_risk(tmp_path):
+    code, report, stderr = check(saved(check_models.plain(keras), tmp_path), "--quiet")
+    assert_fixed(code, report, stderr)
+    assert report["risks"] == [] and stderr == ""
+    assert set(results(report, "unpatched").values()) <= {"ok", "unavailable"}
+
+
+@compiles_for_minutes_on_theano
+def test_an_application_model_in_words(tmp_path):
+    """The report for people, with progress lines on stderr."""
+    finished = run_python(["-m", "keras_clone_fix", "check",
+                           str(saved(check_models.vgg16(keras), tmp_path)), "--batch", "2"]
+                          + FAMILY_OPTIONS)
+    assert finished.returncode == 0, finished.stdout + finished.stderr
+    lines = finished.stdout.splitlines()
+    assert lines[0] == "model: {} (weights from the model file)".format(tmp_path / "model.h5")
+    assert "at risk: nothing in this model is at risk of these bugs (checked anyway)" in lines
+    assert "every check matches the model's predictions" in lines[-1]
+    progress = finished.stderr.splitlines()
+    assert progress[0].startswith("check: with keras-clone-fix: a new interpreter imports")
+    assert any(line.startswith("check: with keras-clone-fix: clone: ") and line.endswith(" s)")
+               for line in progress)
+    assert progress[-1].startswith("check: done in ")
+
+
+# --- bad input: one clear line, exit status 2 --------------------------------
+
+def assert_bad_input(checked, *words):
+    code, report, stderr = checked
+    assert code == 2 and report is None
+    assert stderr.startswith("python -m keras_clone_fix check: ") and "Traceback" not in stderr
+    for word in words:
+        assert word in stderr, stderr
+
+
+def test_missing_file(tmp_path):
+    assert_bad_input(check(tmp_path / "nothing.h5"), "nothing.h5: no such file")
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0,
+                    reason="root reads any file")
+def test_unreadable_file(tmp_path):
+    path = saved(check_models.plain(keras), tmp_path)
+    os.chmod(str(path), 0)
+    assert_bad_input(check(path), "model.h5: cannot be read")
+
+
+def test_hdf5_that_is_not_a_model(tmp_path):
+    import h5py
+    path = tmp_path / "data.h5"
+    with h5py.File(str(path), "w") as data:
+        data["x"] = [1, 2, 3]
+    assert_bad_input(check(path), "is an HDF5 file but not a Keras model")
+
+
+@pytest.mark.parametrize("content, words", [
+    (u'{"layers": []}', "is JSON but not a Keras model"),
+    (u"a text", "is neither an HDF5 file nor JSON"),
+])
+def test_json_or_text_that_is_not_a_model(tmp_path, content, words):
+    path = tmp_path / "model.json"
+    path.write_text(content)
+    assert_bad_input(check(path), words)
+
+
+@pytest.mark.skipif(not MULTI_OUTPUT_BUILDS, reason="needs a multi-output layer")
+def test_unknown_layer_class_names_it_and_the_option(tmp_path, user_module):
+    model = check_models.multi_output_masking(keras, user_module[1].SplitOutputs)
+    assert_bad_input(check(saved(model, tmp_path)), "layer class 'SplitOutputs' is not known",
+                     "--custom-objects MODULE:NAME")
+
+
+@pytest.mark.parametrize("spec, words", [
+    ("no_such_module_here", "cannot import module no_such_module_here"),
+    ("user_layers:NOT_A_DICT", "NOT_A_DICT is neither a dict nor a function returning one"),
+])
+def test_bad_custom_objects(tmp_path, user_module, spec, words):
+    path = saved(check_models.plain(keras), tmp_path)
+    assert_bad_input(check(path, "--custom-objects", spec, pythonpath=user_module[0]),
+                     "--custom-objects " + spec, words)
+
+
+def test_json_with_weights_that_do_not_fit(tmp_path):
+    path = saved_json(check_models.plain(keras), tmp_path)
+    other = check_models.seq2seq(keras)
+    other.save_weights(str(tmp_path / "other.h5"))
+    assert_bad_input(check(path, "--weights", str(tmp_path / "other.h5")),
+                     "does not fit the model")
+
+
+@pytest.mark.parametrize("options", [[], ["--batch", "0"], ["--keras", "--tf-keras"]])
+def test_misuse(options):
+    finished = run_python(["-m", "keras_clone_fix", "check"] + options
+                          + (["model.h5"] if options else []))
+    assert finished.returncode == 2 and "usage: python -m keras_clone_fix check" in \
+        finished.stderr
