@@ -210,11 +210,6 @@ def test_ci_run_commands_name_nox_sessions():
 
 def test_cli_commands_parse(capsys):
     from keras_clone_fix import _cli
-    if not hasattr(_cli, "parse_arguments"):
-        # Issue 19 (the check command) adds _cli.parse_arguments(argv) -> an
-        # argparse.Namespace, exit 2 on bad arguments. Remove this skip when
-        # it is merged.
-        pytest.skip("needs keras_clone_fix._cli.parse_arguments (issue 19)")
     refused = []
     for page, line, words in all_commands():
         if words[:3] == CLI:
