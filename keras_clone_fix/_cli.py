@@ -61,9 +61,9 @@ def _import_keras():
     return keras
 
 
-def _installed(name):
+def installed(name):
     """Whether a top-level module can be imported, without importing it."""
-    if sys.modules.get(name) is not None:
+    if sys.modules.get(name) is not None:  # TensorFlow 1.14's module has no __spec__
         return True
     try:
         from importlib.util import find_spec
@@ -105,7 +105,7 @@ def self_check():
     report = _header()
     _quiet_backends()
     families = [family for family, package in ((KERAS, "keras"), (TF_KERAS, "tensorflow"))
-                if _installed(package)]
+                if installed(package)]
     not_checked, sections = [], []
     for family in families:
         keras, why_not = _family_to_check(family)
@@ -174,9 +174,9 @@ def run_check(arguments):
             sys.stderr.flush()
 
     file_format, saved_by = _model_file.inspect_file(arguments.model_file, arguments.weights)
-    family = arguments.family or saved_by or (KERAS if _installed("keras") else TF_KERAS)
+    family = arguments.family or saved_by or (KERAS if installed("keras") else TF_KERAS)
     package = "keras" if family == KERAS else "tensorflow"
-    if not _installed(package):
+    if not installed(package):
         raise _model_file.BadInput("{}: {} loads this model, but {} is not installed".format(
             arguments.model_file, family, package))
     scratch = tempfile.mkdtemp(prefix="keras-clone-fix-check-")

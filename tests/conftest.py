@@ -10,6 +10,7 @@ import pytest
 import keras_clone_fix
 from keras_clone_fix import FAMILIES, _activation
 from keras_clone_fix._affected import targets_for
+from keras_clone_fix._cli import installed  # the tests ask it too
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
 SITE_PACKAGES = os.path.dirname(os.path.dirname(os.path.abspath(keras_clone_fix.__file__)))
@@ -58,22 +59,6 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_sep("-", "random models: how many had each feature")
         for feature, count in sorted(random_models.SHAPES.items()):
             terminalreporter.write_line("{:>5}  {}".format(count, feature))
-
-
-def installed(name):
-    """Whether a top-level module can be imported here, without importing it."""
-    if sys.modules.get(name) is not None:  # TensorFlow 1.14's module has no __spec__
-        return True
-    try:
-        from importlib.util import find_spec
-    except ImportError:  # Python 2
-        import imp
-        try:
-            imp.find_module(name)
-        except ImportError:
-            return False
-        return True
-    return find_spec(name) is not None
 
 
 def release_targets():
