@@ -273,7 +273,10 @@ WRAPPERS = {
 }
 OTHERS = dict(WRAPPERS, replacement=other_tools.replace)
 CLOSURES = ["functools.wraps", "closure"]
-EVERY_TARGET = [target for family in FAMILIES for target in RELEASE_TARGETS[family]]
+# The targets whose fix activation_driver's behaviours can show running:
+# tf.keras's shows calls on new tensors only, not its clone routine (TF 1.4 - 1.12).
+EVERY_TARGET = [target for family in FAMILIES for target in RELEASE_TARGETS[family]
+                if family == "keras" or not target.attribute.endswith("_clone_functional_model")]
 # ids as a list: pytest before 7 calls an ids function even on an empty set (keras-free envs).
 every_target = pytest.mark.parametrize("target", EVERY_TARGET,
                                        ids=[target_name(target) for target in EVERY_TARGET])
@@ -430,8 +433,14 @@ def unaffected_frontends():
 
 @pytest.mark.parametrize("frontend", unaffected_frontends())
 def test_unaffected_keras_is_untouched_and_clones(frontend):
-    from keras_clone_fix._cli import check_clone
+    import numpy
+    from keras_clone_fix._builtin_model import two_output_model
     status = keras_clone_fix.status()
     assert not status.patched and "not patched" in status.reason
-    works, detail = check_clone(importlib.import_module(frontend))
-    assert works, detail
+    keras = importlib.import_module(frontend)
+    model = two_output_model(keras)
+    clone = keras.models.clone_model(model)
+    clone.set_weights(model.get_weights())
+    padded = numpy.array([[1, 2, 3, 0, 0], [4, 5, 0, 0, 0]])
+    for expected, got in zip(model.predict(padded, verbose=0), clone.predict(padded, verbose=0)):
+        assert numpy.allclose(expected, got)
