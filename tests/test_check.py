@@ -12,7 +12,6 @@ import sys
 
 import pytest
 
-import check_models
 from conftest import AFFECTED, installed, run_python
 
 TENSORFLOW = None
@@ -29,6 +28,8 @@ elif TENSORFLOW and (1, 4) <= TENSORFLOW < (2, 0):
 else:
     pytest.skip("needs keras 2.0.0 - 2.3.1, or tf.keras of TensorFlow 1.4 - 1.15",
                 allow_module_level=True)
+
+import check_models  # noqa: E402 (numpy: only where keras is, after the skip)
 
 VERSION = tuple(int(part) for part in keras.__version__.split("-")[0].split(".")[:3])
 TF_KERAS_AFFECTED = FAMILY == "tf.keras" and TENSORFLOW < (1, 15)
