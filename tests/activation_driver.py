@@ -94,8 +94,9 @@ def shared_model_called_twice(keras):
     call with its own mask (the check engine's called_twice), else "wrong"."""
     from keras_clone_fix import _builtin_model, _check
     model = _builtin_model.masked_encoder(keras)
-    inputs, other_inputs = (_check.make_inputs(keras, model, 2, _builtin_model.STEPS, seed)
-                            for seed in (0, 1))
+    inputs, other_inputs = (  # padded to other lengths: each call has its own mask
+        _check.make_inputs(keras, model, 2, _builtin_model.STEPS, seed, reverse=seed == 1)
+        for seed in (0, 1))
     try:  # 2.0.0 - 2.0.2 unpatched: a placeholder of the original graph to feed
         outcome = _check.Checks(keras, model, inputs, other_inputs).check_called_twice()
     except Exception:
