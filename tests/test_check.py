@@ -174,8 +174,10 @@ def test_shared_masked_encoder_saved_as_json_without_weights(tmp_path):
     if not UNAFFECTED_RELEASE:
         # Loaded without the fix, the second call uses the first call's mask,
         # silently; called on new tensors, a mask of the original's graph.
-        assert_unpatched_fails(report, {"load": "wrong", "nested": "error",
-                                        "called_twice": "error"})
+        # keras 2.0.0 - 2.0.2 record the propagated mask among the call
+        # arguments: loading it without the fix already needs the original's placeholder.
+        assert_unpatched_fails(report, {"load": "error"} if KERAS_AFFECTED and VERSION < (
+            2, 0, 3) else {"load": "wrong", "nested": "error", "called_twice": "error"})
 
 
 def test_plain_model_has_no_risk(tmp_path):
@@ -262,7 +264,7 @@ def test_bad_custom_objects(tmp_path, user_module, spec, words):
 
 def test_json_with_weights_that_do_not_fit(tmp_path):
     path = saved_json(check_models.plain(keras), tmp_path)
-    other = check_models.seq2seq(keras)
+    other = check_models.shared_masked_encoder(keras)  # builds on every release
     other.save_weights(str(tmp_path / "other.h5"))
     assert_bad_input(check(path, "--weights", str(tmp_path / "other.h5")),
                      "does not fit the model")
