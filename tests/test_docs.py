@@ -14,8 +14,6 @@ import re
 import shlex
 import sys
 
-import pytest
-
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PAGES = ([os.path.join(ROOT, name) for name in ("README.md", "CHANGELOG.md")]
          + sorted(glob.glob(os.path.join(ROOT, "docs", "*.md"))))
