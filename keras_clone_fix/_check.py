@@ -20,6 +20,7 @@ import collections
 import importlib
 import inspect
 import os
+import re
 import sys
 import traceback
 
@@ -288,6 +289,13 @@ class Checks(object):
         multi_gpu_model, why_not = find_multi_gpu_model(self.keras)
         if multi_gpu_model is None:
             return result(UNAVAILABLE, why_not)
+        repeated = sorted(set(name for name in self.model.output_names
+                              if self.model.output_names.count(name) > 1))
+        if repeated and api_version(self.keras) < OUTPUT_NAMES_MADE_UNIQUE:
+            return result(UNAVAILABLE, "{}'s multi_gpu_model names a layer after each output, and "
+                          "this model's output names repeat ({}): it cannot build it, fix or no "
+                          "fix (keras 2.2.3 made them unique)".format(
+                              release_name(self.keras), ", ".join(repeated)))
         parallel = multi_gpu_model(self.model, gpus=2, cpu_relocation=True)
         replica, = [layer for layer in parallel.layers if is_model(self.keras, layer)]
         replica.set_weights(self.model.get_weights())  # the relocated clone starts anew
@@ -338,6 +346,19 @@ def same_argument(before, after):
     return len(before) == len(after) and all(
         b is a or (not is_tensor(b) and not is_tensor(a) and b == a)
         for b, a in zip(before, after))
+
+
+# multi_gpu_model merges each output in a layer named after it; before keras
+# 2.2.3 (and tf.keras "2.2.4-tf", TensorFlow 1.13) it did not make repeated
+# output names unique (two outputs of one layer or shared model), and then
+# fails: `The name "encoder" is used 2 times in the model`.
+OUTPUT_NAMES_MADE_UNIQUE = (2, 2, 3)
+
+
+def api_version(keras):
+    """The Keras API version: keras's own, or tf.keras's ("2.1.6-tf")."""
+    return tuple(int(re.match(r"\d*", part).group() or 0)
+                 for part in keras.__version__.split("-")[0].split(".")[:3])
 
 
 def find_multi_gpu_model(keras):
