@@ -10,7 +10,12 @@ runs it on every affected release of the test matrix):
 Each run is a fresh interpreter with KERAS_CLONE_FIX=0 (nothing patched at
 import) that imports keras and tensorflow (those installed), then times
 keras_clone_fix.patch() alone: the figure is the median (min, max) of the
-runs' wall-clock times. The instruction count is the same step under
+runs' wall-clock times. Two kinds of run: "cold", the first interpreter of
+an environment (the package's stored builds, keras_clone_fix/__pycache__/
+*.fixed, removed before each run: patch() builds and stores them), and
+"warm", every later one (patch() reads them). Where bytecode is not
+written (PYTHONDONTWRITEBYTECODE, -B) nothing is stored, and every
+interpreter pays about the cold figure. The instruction count is the same step under
 valgrind's callgrind, which runs the interpreter with instrumentation off
 (--instr-atstart=no); the interpreter itself switches it on just before
 patch() and off just after with `callgrind_control -i on|off <its pid>`.
@@ -26,6 +31,7 @@ holds those of the code before patch() was made cheaper, issue 20).
 """
 
 import argparse
+import glob
 import json
 import os
 import platform
@@ -62,8 +68,19 @@ if status is not None:
                       "families": ["{} {}".format(family, versions[family]) for family in patched]}))
 """
 
-ENV = dict((k, v) for k, v in os.environ.items() if not k.startswith("KERAS_CLONE_FIX"))
+ENV = dict((k, v) for k, v in os.environ.items()
+           if not k.startswith("KERAS_CLONE_FIX") and k != "PYTHONDONTWRITEBYTECODE")
 ENV.update(KERAS_CLONE_FIX="0", TF_CPP_MIN_LOG_LEVEL="3", PYTHONHASHSEED="0")
+KINDS = ("cold", "warm")
+
+
+def prepare(kind):
+    """Before a run: no stored builds (cold), or those of one run (warm)."""
+    from keras_clone_fix import _cache  # the installed package's
+    for name in glob.glob(os.path.join(_cache.DIRECTORY, "*.fixed")):
+        os.remove(name)
+    if kind == "warm":
+        patch_once()
 
 
 def run(command):
@@ -87,9 +104,10 @@ def median(values):
     return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2.0
 
 
-def callgrind_total(step):
+def callgrind_total(step, kind="cold"):
     """Instructions callgrind counted with instrumentation on, in a child
     doing `step` ("patch" or "nothing") between the switches."""
+    prepare(kind)
     handle, out_file = tempfile.mkstemp(prefix="patch-time-callgrind.")
     os.close(handle)
     try:
@@ -114,17 +132,24 @@ def main():
     parser.add_argument("--record", help="JSON file to add these figures to")
     options = parser.parse_args()
 
-    results = [patch_once() for _ in range(options.runs)]
-    assert all(result["patched"] for result in results), results[0]
-    families = label(results[0]["families"])
+    figures, families = {}, None
+    for kind in KINDS:
+        results = []
+        for _ in range(options.runs):
+            if kind == "cold" or not results:
+                prepare(kind)
+            results.append(patch_once())
+        assert all(result["patched"] for result in results), results[0]
+        families = label(results[0]["families"])
+        times = [result["seconds"] * 1e3 for result in results]
+        figures[kind] = {"median_ms": median(times), "min_ms": min(times), "max_ms": max(times),
+                         "runs": len(times)}
+        if options.callgrind:
+            switches = callgrind_total("nothing")
+            figures[kind]["instructions"] = callgrind_total("patch", kind) - switches
+            figures[kind]["switch_instructions"] = switches
+    prepare("cold")  # leave the environment as a user's first interpreter finds it
     key = "python {}: {}".format(platform.python_version(), families)
-    times = [result["seconds"] * 1e3 for result in results]
-    figures = {"median_ms": median(times), "min_ms": min(times), "max_ms": max(times),
-               "runs": len(times)}
-    if options.callgrind:
-        switches = callgrind_total("nothing")
-        figures["instructions"] = callgrind_total("patch") - switches
-        figures["switch_instructions"] = switches
 
     baseline = {}
     if options.baseline and os.path.exists(options.baseline):
@@ -133,7 +158,8 @@ def main():
     print("patch() on " + key)
     print("  {:<10} {:>10} {:>9} {:>9} {:>14}".format("", "median ms", "min ms", "max ms",
                                                        "instructions"))
-    for name, row in (("before", baseline), ("now", figures)):
+    for name, row in (("before", baseline), ("cold", figures["cold"]),
+                      ("warm", figures["warm"])):
         if row:
             print("  {:<10} {:>10.2f} {:>9.2f} {:>9.2f} {:>14}".format(
                 name, row["median_ms"], row["min_ms"], row["max_ms"],

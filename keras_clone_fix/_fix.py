@@ -12,20 +12,24 @@ Every rule must find what it rewrites; a function in which one finds
 nothing is refused (UnsupportedFunction), never half-fixed.
 
 patch() pays for this at every `import keras` (or tensorflow) of an
-environment with the package, so it is done cheaply (a quarter of the
-instructions inspect.getsource, ast.NodeTransformer's walks,
-increment_lineno and fix_missing_locations cost, benchmarks/patch_time.py):
-the source is the file's lines from the code object's first line to the
-last its line table names, parsed as they stand at their own lines; the
-rules walk statements, and only the two that look inside expressions walk
-those, once; new nodes are located as they are made. What is left is
-mostly Python's own parse and the two compiles.
+environment with the package, so it is done cheaply, and once: the first
+build of a function is stored (_cache) and later interpreters read it
+back. The build itself avoids inspect.getsource, ast.NodeTransformer's
+walks, increment_lineno and fix_missing_locations (a quarter of their
+instructions, benchmarks/patch_time.py): the source is the file's lines
+from the code object's first line to the last its line table names, parsed
+as they stand at their own lines; the rules walk statements, and only the
+two that look inside expressions walk those, once; new nodes are located as
+they are made. What is left is mostly Python's own parse and the two
+compiles.
 """
 
 import ast
 import dis
 import linecache
 import types
+
+from keras_clone_fix import _cache
 
 _HELPER_PREFIX = "_keras_clone_fix_"
 
@@ -423,11 +427,7 @@ def _function_def(original):
     pass`) may be left out; _check_source_is_running_code proves the text
     is the running function either way.
     """
-    if not isinstance(original, types.FunctionType):
-        raise UnsupportedFunction("expected a plain function, found {!r}".format(original))
     code = original.__code__
-    if code.co_freevars:
-        raise UnsupportedFunction("it is a closure")
     linecache.checkcache(code.co_filename)
     lines = linecache.getlines(code.co_filename, original.__globals__)
     first = code.co_firstlineno
@@ -508,24 +508,43 @@ def apply_rules(definition, rules):
     return definition, helpers
 
 
-def build_fixed(original, rules):
-    """The twin of `original` with `rules` (Rule classes) applied.
-
-    Raises UnsupportedFunction when `original` is not a function whose
-    source has what every rule rewrites.
-    """
+def _factory_code(original, rules):
+    """(the code of a module defining `_factory(<helpers>)`, which returns
+    the fixed twin of `original`; the helpers it takes): the expensive part,
+    which _cache keeps."""
     definition = _function_def(original)
     _check_source_is_running_code(definition, original)
     definition, helpers = apply_rules(definition, rules)
-
     # Nest the def in a factory so the helpers arrive as closure variables:
     # the function's module gains no name of ours.
     names = [_HELPER_PREFIX + helper.__name__ for helper in helpers]
     module = ast.parse("def _factory({}):\n    return {}\n".format(", ".join(names), definition.name))
     module.body[0].body.insert(0, definition)
+    code = compile(module, original.__code__.co_filename, "exec", dont_inherit=True)
+    return code, [helper.__name__ for helper in helpers]
+
+
+def build_fixed(original, rules):
+    """The twin of `original` with `rules` (Rule classes) applied, from the
+    cache where it holds this very build (_cache says when).
+
+    Raises UnsupportedFunction when `original` is not a function whose
+    source has what every rule rewrites.
+    """
+    if not isinstance(original, types.FunctionType):
+        raise UnsupportedFunction("expected a plain function, found {!r}".format(original))
+    if original.__code__.co_freevars:
+        raise UnsupportedFunction("it is a closure")
+    key = _cache.key(original, [rule.__name__ for rule in rules])
+    cached = key and _cache.read(original, key)
+    if cached:
+        code, helpers = cached
+    else:
+        code, helpers = _factory_code(original, rules)
+        _cache.write(original, key, code, helpers)
     scratch = {}
-    exec(compile(module, original.__code__.co_filename, "exec", dont_inherit=True), scratch)
-    made = scratch["_factory"](*helpers)
+    exec(code, scratch)
+    made = scratch["_factory"](*[globals()[name] for name in helpers])
 
     fixed = types.FunctionType(made.__code__, original.__globals__, original.__name__,
                                original.__defaults__, made.__closure__)

@@ -1,0 +1,177 @@
+"""The stored builds of _cache: used exactly when the build would give the
+same function, on the real targets of the installed release."""
+
+import inspect
+import marshal
+import os
+import sys
+import textwrap
+
+import pytest
+
+from conftest import RELEASE_TARGETS, run_python
+from keras_clone_fix import _activation, _cache, _fix
+from keras_clone_fix._affected import target_name
+
+TARGETS = [target for targets in RELEASE_TARGETS.values() for target in targets]
+pytestmark = pytest.mark.skipif(not TARGETS, reason="needs an affected keras or tf.keras")
+
+
+def keras_function(target):
+    """Keras's own function at a target, under any wrapper there."""
+    _, _, top = _activation._resolve(target)
+    return _activation._spine(top)[-1][1]
+
+
+def rules(target):
+    return [getattr(_fix, rule) for rule in target.rules]
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    """The cache in a directory of the test's own, written as where bytecode
+    is (whatever PYTHONDONTWRITEBYTECODE says here); the full builds counted."""
+    monkeypatch.setattr(_cache, "DIRECTORY", str(tmp_path / "cache"))
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    builds = []
+    factory_code = _fix._factory_code
+
+    def counted(original, rules):
+        builds.append(original)
+        return factory_code(original, rules)
+    monkeypatch.setattr(_fix, "_factory_code", counted)
+    return builds
+
+
+def entries():
+    return sorted(os.listdir(_cache.DIRECTORY)) if os.path.isdir(_cache.DIRECTORY) else []
+
+
+@pytest.mark.parametrize("target", TARGETS, ids=target_name)
+def test_the_stored_build_is_the_same_function(cache, target):
+    original = keras_function(target)
+    built = _fix.build_fixed(original, rules(target))
+    assert len(entries()) == 1 and len(cache) == 1
+    read = _fix.build_fixed(original, rules(target))
+    assert len(cache) == 1  # no second build
+    assert read.__code__ == built.__code__ and read is not built
+    assert read.__globals__ is original.__globals__
+
+
+def copy_of(target, directory, above=""):
+    """Keras's function at a target, compiled from a file of its own (as a
+    top-level def, `above` before it) as an import would: its source on disk."""
+    path = str(directory / "copied.py")
+    source = above + textwrap.dedent(inspect.getsource(keras_function(target)))
+    with open(path, "w") as written:
+        written.write(source)
+    namespace = {"__name__": "copied"}
+    exec(compile(source, path, "exec", dont_inherit=True), namespace)
+    return namespace[target.attribute.split(".")[-1]]
+
+
+def test_a_changed_file_is_built_again(cache, tmp_path):
+    """The entry of a function whose file then changed is not served: the
+    build is made again, at the function's new lines; the function that
+    still runs the old code is refused, as without the cache."""
+    target = TARGETS[0]
+    before = copy_of(target, tmp_path)
+    _fix.build_fixed(before, rules(target))
+    after = copy_of(target, tmp_path, above="# two lines\n# more\n")
+    fixed = _fix.build_fixed(after, rules(target))
+    assert len(cache) == 2 and len(entries()) == 1  # rewritten in place
+    assert fixed.__code__.co_firstlineno == before.__code__.co_firstlineno + 2
+    with pytest.raises(_fix.UnsupportedFunction, match="does not match the running code"):
+        _fix.build_fixed(before, rules(target))
+
+
+def changed_key(field, value):
+    def change(key, running):
+        key = list(key)
+        key[field] = value
+        return tuple(key), running
+    return change
+
+
+# Entries as another build would have left them: each is a miss.
+OTHER_BUILDS = {
+    "another format": changed_key(0, _cache.FORMAT + 1),
+    "another Python": changed_key(1, "2.7.18 (default)"),
+    "another -O level": changed_key(2, 2),
+    "other rules": changed_key(3, "0" * 64),
+    "fewer rules": changed_key(4, ("CopyNodeArguments",)),
+    "another file": changed_key(5, "/elsewhere/network.py"),
+    "the file's other text": changed_key(6, "0" * 64),
+    "other running code": lambda key, running: (key, test_entries_of_other_builds_miss.__code__),
+}
+
+
+@pytest.mark.parametrize("other", sorted(OTHER_BUILDS))
+def test_entries_of_other_builds_miss(cache, other):
+    target = TARGETS[0]
+    original = keras_function(target)
+    _fix.build_fixed(original, rules(target))
+    (name,) = entries()
+    path = os.path.join(_cache.DIRECTORY, name)
+    with open(path, "rb") as stored:
+        key, running, factory, helpers = marshal.loads(stored.read())
+    key, running = OTHER_BUILDS[other](key, running)
+    with open(path, "wb") as stored:
+        stored.write(marshal.dumps((key, running, factory, helpers)))
+    _fix.build_fixed(original, rules(target))
+    assert len(cache) == 2
+    _fix.build_fixed(original, rules(target))  # the entry was written anew
+    assert len(cache) == 2
+
+
+@pytest.mark.parametrize("content", [b"", b"not marshal", b"\xe3" * 40])
+def test_unreadable_entries_miss(cache, content):
+    target = TARGETS[0]
+    original = keras_function(target)
+    _fix.build_fixed(original, rules(target))
+    (name,) = entries()
+    with open(os.path.join(_cache.DIRECTORY, name), "wb") as stored:
+        stored.write(content)
+    _fix.build_fixed(original, rules(target))
+    assert len(cache) == 2
+
+
+def test_nothing_is_written_where_bytecode_is_not(cache, monkeypatch):
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    target = TARGETS[0]
+    _fix.build_fixed(keras_function(target), rules(target))
+    assert entries() == [] and len(cache) == 1
+
+
+def test_a_directory_that_cannot_be_made_is_no_error(cache, tmp_path, monkeypatch):
+    (tmp_path / "a-file").write_text(u"")
+    monkeypatch.setattr(_cache, "DIRECTORY", str(tmp_path / "a-file" / "cache"))
+    target = TARGETS[0]
+    _fix.build_fixed(keras_function(target), rules(target))
+    _fix.build_fixed(keras_function(target), rules(target))
+    assert len(cache) == 2
+
+
+PATCH_AND_COUNT_BUILDS = """
+import sys
+import keras_clone_fix
+from keras_clone_fix import _cache, _fix
+_cache.DIRECTORY = sys.argv[1]
+builds = []
+factory_code = _fix._factory_code
+_fix._factory_code = lambda *args: builds.append(args) or factory_code(*args)
+status = keras_clone_fix.patch()
+print(status.patched, len(builds))
+"""
+
+
+def test_a_new_interpreter_patches_from_the_entries(tmp_path):
+    """The first interpreter builds every target and stores it; the next
+    patches without building."""
+    directory = str(tmp_path / "cache")
+    runs = [run_python(["-c", PATCH_AND_COUNT_BUILDS, directory],
+                       env={"KERAS_CLONE_FIX": "0", "PYTHONDONTWRITEBYTECODE": None})
+            for _ in range(2)]
+    assert [run.stdout.split() for run in runs] == [
+        ["True", str(len(TARGETS))], ["True", "0"]], runs[0].stderr + runs[1].stderr
+    assert len(os.listdir(directory)) == len(TARGETS)
