@@ -3,14 +3,16 @@ compile Keras's source again in every interpreter of an environment.
 
 Building a fixed function (_fix.build_fixed) is a pure function of: the
 Python that compiles it (version, -O level), our rules (the text of
-_fix.py, the names of the rules applied), the file the original function
-was read from (its whole text, as linecache reads it) and the original's
-running code (compared whole: bytecode, constants, names, first line). An
-entry holds all of those beside the compiled result, and is used only
-when every one of them is equal to what is installed and running now: a
-change to Keras's file, a stale .pyc, another Python, a new release of this
-package or a function put in the target's place by another tool all miss,
-and the full build (every rule, the source-to-bytecode check) runs again.
+_fix.py when it was imported, the names of the rules applied), the file
+the original function is in and the text the build read there (the
+function's lines), and the original's running code (compared whole:
+bytecode, constants, names, first line). An entry holds all of those beside
+the compiled result, and is used only when every one of them is equal to
+what is installed and running now: an edited Keras file, a stale .pyc,
+another Python, another version of this package or a function put in the
+target's place by another tool all miss, and the full build (every rule,
+the source-to-bytecode check) runs again. Nothing is hashed: the texts
+themselves are compared, which costs less than hashing them.
 
 Entries live in the package's own __pycache__, one file per function
 (module.qualname) and Python, rewritten when it misses: a handful of files
@@ -21,7 +23,6 @@ readers never see half done; an entry that cannot be read is a miss.
 Nothing here ever raises.
 """
 
-import hashlib
 import linecache
 import marshal
 import os
@@ -33,31 +34,33 @@ _PYTHON_TAG = getattr(getattr(sys, "implementation", None), "cache_tag", None) o
     "python-{}{}".format(*sys.version_info[:2])
 
 
-def _digest(lines):
-    text = "".join(lines)
-    if not isinstance(text, bytes):  # Python 3: linecache's lines are str
-        text = text.encode("utf-8", "surrogatepass")
-    return hashlib.sha256(text).hexdigest()
+def read_bytes(path):
+    """A file's bytes; None if it cannot be read."""
+    try:
+        with open(path, "rb") as read:
+            return read.read()
+    except (IOError, OSError):
+        return None
 
 
-def _source_file(module_file):
-    """The .py of a module file (Python 2's __file__ may name its .pyc)."""
-    return module_file[:-1] if module_file.endswith((".pyc", ".pyo")) else module_file
-
-
-def key(original, rule_names):
+def key(original, rule_names, rules_text):
     """What a build of `original` with these rules depends on, besides the
-    running code itself; None when the original's file cannot be read (the
-    build then says why)."""
+    source text it reads and the running code: `rules_text` is read_bytes()
+    of the running rules' module (None: no cache)."""
+    if rules_text is None:
+        return None
+    return (FORMAT, sys.version, sys.flags.optimize, rules_text, tuple(rule_names),
+            original.__code__.co_filename)
+
+
+def _source_now(original, source):
+    """The lines the build read, as linecache (and so the build) reads them
+    now: as many as `source` has, from the original's first line."""
     code = original.__code__
     linecache.checkcache(code.co_filename)
     lines = linecache.getlines(code.co_filename, original.__globals__)
-    rules_file = _source_file(os.path.join(os.path.dirname(os.path.abspath(__file__)), "_fix.py"))
-    rules = linecache.getlines(rules_file)
-    if not lines or not rules:
-        return None
-    return (FORMAT, sys.version, sys.flags.optimize, _digest(rules), tuple(rule_names),
-            code.co_filename, _digest(lines))
+    count = source.count("\n") + (not source.endswith("\n"))
+    return "".join(lines[code.co_firstlineno - 1:code.co_firstlineno - 1 + count])
 
 
 def _path(original):
@@ -67,19 +70,22 @@ def _path(original):
 
 
 def read(original, entry_key):
-    """(factory code, helper names) stored for this key and running code,
-    or None."""
+    """(factory code, helper names) stored for this key, source and running
+    code, or None."""
+    if entry_key is None:
+        return None
     try:
         with open(_path(original), "rb") as stored:
-            stored_key, running, factory, helpers = marshal.loads(stored.read())
+            stored_key, running, source, factory, helpers = marshal.loads(stored.read())
     except Exception:  # missing, unreadable, truncated, another format
         return None
-    if stored_key != entry_key or running != original.__code__:
+    if (stored_key != entry_key or running != original.__code__
+            or _source_now(original, source) != source):
         return None
     return factory, helpers
 
 
-def write(original, entry_key, factory, helpers):
+def write(original, entry_key, source, factory, helpers):
     """Store a build; silently nothing where bytecode may not be written."""
     if sys.dont_write_bytecode or entry_key is None:
         return
@@ -90,7 +96,8 @@ def write(original, entry_key, factory, helpers):
             os.makedirs(DIRECTORY)
         handle, scratch = tempfile.mkstemp(dir=DIRECTORY, suffix=".tmp")
         with os.fdopen(handle, "wb") as written:
-            written.write(marshal.dumps((entry_key, original.__code__, factory, tuple(helpers))))
+            written.write(marshal.dumps((entry_key, original.__code__, source, factory,
+                                         tuple(helpers))))
         os.rename(scratch, _path(original))  # atomic on POSIX
         scratch = None
     except Exception:  # read-only, full, raced: the next patch() builds again

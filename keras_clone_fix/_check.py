@@ -20,9 +20,10 @@ import collections
 import importlib
 import inspect
 import os
-import re
 import sys
 import traceback
+
+from keras_clone_fix._affected import parse_version
 
 OK, WRONG, ERROR, UNAVAILABLE = "ok", "wrong", "error", "unavailable"
 FAILED = (WRONG, ERROR)
@@ -357,8 +358,7 @@ OUTPUT_NAMES_MADE_UNIQUE = (2, 2, 3)
 
 def api_version(keras):
     """The Keras API version: keras's own, or tf.keras's ("2.1.6-tf")."""
-    return tuple(int(re.match(r"\d*", part).group() or 0)
-                 for part in keras.__version__.split("-")[0].split(".")[:3])
+    return parse_version(keras.__version__, leading=True) or (0, 0, 0)
 
 
 def find_multi_gpu_model(keras):

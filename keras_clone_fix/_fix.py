@@ -32,6 +32,10 @@ import types
 from keras_clone_fix import _cache
 
 _HELPER_PREFIX = "_keras_clone_fix_"
+# These rules' text as imported (Python 2's __file__ may name the .pyc): a
+# stored build is used only if these very rules made it.
+_RULES_TEXT = _cache.read_bytes(__file__[:-1] if __file__.endswith((".pyc", ".pyo"))
+                                else __file__)
 
 
 class UnsupportedFunction(Exception):
@@ -417,7 +421,8 @@ class ArgumentsInInputsPassedOnce(Rule):
 
 
 def _function_def(original):
-    """The ast of `original`'s definition, at its lines in its file.
+    """(the ast of `original`'s definition, at its lines in its file; the
+    text of those lines).
 
     Read as inspect.getsource would, without its tokenizer: the file's
     lines (linecache, reread if the file changed on disk since) from the
@@ -453,7 +458,7 @@ def _function_def(original):
     definition = body[0] if len(body) == 1 else None
     if not isinstance(definition, ast.FunctionDef) or definition.decorator_list:
         raise UnsupportedFunction("its source is not one undecorated def")
-    return definition
+    return definition, "".join(lines[first - 1:last])
 
 
 # What must be the same in the code compiled from the source and the code
@@ -510,9 +515,9 @@ def apply_rules(definition, rules):
 
 def _factory_code(original, rules):
     """(the code of a module defining `_factory(<helpers>)`, which returns
-    the fixed twin of `original`; the helpers it takes): the expensive part,
-    which _cache keeps."""
-    definition = _function_def(original)
+    the fixed twin of `original`; the names of the helpers it takes; the
+    source text it was built from): the expensive part, which _cache keeps."""
+    definition, source = _function_def(original)
     _check_source_is_running_code(definition, original)
     definition, helpers = apply_rules(definition, rules)
     # Nest the def in a factory so the helpers arrive as closure variables:
@@ -521,7 +526,7 @@ def _factory_code(original, rules):
     module = ast.parse("def _factory({}):\n    return {}\n".format(", ".join(names), definition.name))
     module.body[0].body.insert(0, definition)
     code = compile(module, original.__code__.co_filename, "exec", dont_inherit=True)
-    return code, [helper.__name__ for helper in helpers]
+    return code, [helper.__name__ for helper in helpers], source
 
 
 def build_fixed(original, rules):
@@ -535,13 +540,13 @@ def build_fixed(original, rules):
         raise UnsupportedFunction("expected a plain function, found {!r}".format(original))
     if original.__code__.co_freevars:
         raise UnsupportedFunction("it is a closure")
-    key = _cache.key(original, [rule.__name__ for rule in rules])
-    cached = key and _cache.read(original, key)
+    key = _cache.key(original, [rule.__name__ for rule in rules], _RULES_TEXT)
+    cached = _cache.read(original, key)
     if cached:
         code, helpers = cached
     else:
-        code, helpers = _factory_code(original, rules)
-        _cache.write(original, key, code, helpers)
+        code, helpers, source = _factory_code(original, rules)
+        _cache.write(original, key, source, code, helpers)
     scratch = {}
     exec(code, scratch)
     made = scratch["_factory"](*[globals()[name] for name in helpers])

@@ -34,8 +34,21 @@ def test_the_watcher_waits_for_every_family_of_the_table():
     assert sorted(FAMILIES) == sorted(RELEASES)
 
 
-def test_parse_version():
-    assert parse_version("2.10.3") == (2, 10, 3)
+@pytest.mark.parametrize("version, plain, leading", [
+    ("2.10.3", (2, 10, 3), (2, 10, 3)),
+    ("2.2.4-tf", None, (2, 2, 4)),
+    ("2.2.4rc1", None, (2, 2, 4)),
+    ("1.15.0.post1", None, (1, 15, 0)),
+    ("2.2", None, None),
+    ("2.x.4", None, None),
+    ("2.2.", None, None),
+    ("2.2.4\n", None, (2, 2, 4)),
+    ("custom", None, None),
+    (None, None, None),
+])
+def test_parse_version(version, plain, leading):
+    assert parse_version(version) == plain
+    assert parse_version(version, leading=True) == leading
 
 
 @pytest.mark.parametrize("version, patched", [

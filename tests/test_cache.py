@@ -86,10 +86,10 @@ def test_a_changed_file_is_built_again(cache, tmp_path):
 
 
 def changed_key(field, value):
-    def change(key, running):
+    def change(key, running, source):
         key = list(key)
         key[field] = value
-        return tuple(key), running
+        return tuple(key), running, source
     return change
 
 
@@ -98,11 +98,14 @@ OTHER_BUILDS = {
     "another format": changed_key(0, _cache.FORMAT + 1),
     "another Python": changed_key(1, "2.7.18 (default)"),
     "another -O level": changed_key(2, 2),
-    "other rules": changed_key(3, "0" * 64),
+    "other rules": changed_key(3, b"other rules"),
     "fewer rules": changed_key(4, ("CopyNodeArguments",)),
     "another file": changed_key(5, "/elsewhere/network.py"),
-    "the file's other text": changed_key(6, "0" * 64),
-    "other running code": lambda key, running: (key, test_entries_of_other_builds_miss.__code__),
+    "other source text": lambda key, running, source: (key, running, source.replace("(", "( ")),
+    "a line more of source": lambda key, running, source: (
+        key, running, source + "# a line the file does not have\n"),
+    "other running code": lambda key, running, source: (
+        key, test_entries_of_other_builds_miss.__code__, source),
 }
 
 
@@ -114,10 +117,10 @@ def test_entries_of_other_builds_miss(cache, other):
     (name,) = entries()
     path = os.path.join(_cache.DIRECTORY, name)
     with open(path, "rb") as stored:
-        key, running, factory, helpers = marshal.loads(stored.read())
-    key, running = OTHER_BUILDS[other](key, running)
+        key, running, source, factory, helpers = marshal.loads(stored.read())
+    key, running, source = OTHER_BUILDS[other](key, running, source)
     with open(path, "wb") as stored:
-        stored.write(marshal.dumps((key, running, factory, helpers)))
+        stored.write(marshal.dumps((key, running, source, factory, helpers)))
     _fix.build_fixed(original, rules(target))
     assert len(cache) == 2
     _fix.build_fixed(original, rules(target))  # the entry was written anew

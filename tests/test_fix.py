@@ -289,7 +289,7 @@ def test_source_read_is_what_inspect_reads(target):
         function = function.__wrapped__
     read = ast.parse(textwrap.dedent(inspect.getsource(function))).body[0]
     ast.increment_lineno(read, function.__code__.co_firstlineno - 1)
-    ours = _fix._function_def(function)
+    ours, _ = _fix._function_def(function)
     # inspect's text is dedented, docstring and all; ours is as in the file.
     assert ast.get_docstring(ours) == ast.get_docstring(read)
     for definition in (ours, read):
