@@ -77,12 +77,12 @@ def read(original, entry_key):
     try:
         with open(_path(original), "rb") as stored:
             stored_key, running, source, factory, helpers = marshal.loads(stored.read())
+        if (stored_key == entry_key and running == original.__code__
+                and _source_now(original, source) == source):
+            return factory, helpers
     except Exception:  # missing, unreadable, truncated, another format
-        return None
-    if (stored_key != entry_key or running != original.__code__
-            or _source_now(original, source) != source):
-        return None
-    return factory, helpers
+        pass
+    return None
 
 
 def write(original, entry_key, source, factory, helpers):

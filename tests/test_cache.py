@@ -104,6 +104,7 @@ OTHER_BUILDS = {
     "other source text": lambda key, running, source: (key, running, source.replace("(", "( ")),
     "a line more of source": lambda key, running, source: (
         key, running, source + "# a line the file does not have\n"),
+    "source that is not text": lambda key, running, source: (key, running, 42),
     "other running code": lambda key, running, source: (
         key, test_entries_of_other_builds_miss.__code__, source),
 }
@@ -127,7 +128,8 @@ def test_entries_of_other_builds_miss(cache, other):
     assert len(cache) == 2
 
 
-@pytest.mark.parametrize("content", [b"", b"not marshal", b"\xe3" * 40])
+@pytest.mark.parametrize("content", [b"", b"not marshal", b"\xe3" * 40,
+                                     marshal.dumps((1, 2, 3, 4, 5)), marshal.dumps(None)])
 def test_unreadable_entries_miss(cache, content):
     target = TARGETS[0]
     original = keras_function(target)
