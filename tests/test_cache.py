@@ -166,7 +166,7 @@ builds = []
 factory_code = _fix._factory_code
 _fix._factory_code = lambda *args: builds.append(args) or factory_code(*args)
 status = keras_clone_fix.patch()
-print(status.patched, len(builds))
+print("{} {}".format(status.patched, len(builds)))
 """
 
 
