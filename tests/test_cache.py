@@ -99,7 +99,8 @@ OTHER_BUILDS = {
     "another Python": changed_key(1, "2.7.18 (default)"),
     "another -O level": changed_key(2, 2),
     "other rules": changed_key(3, b"other rules"),
-    "fewer rules": changed_key(4, ("CopyNodeArguments",)),
+    "another list of rules": lambda key, running, source: (
+        key[:4] + (key[4] + ("AnotherRule",),) + key[5:], running, source),
     "another file": changed_key(5, "/elsewhere/network.py"),
     "other source text": lambda key, running, source: (key, running, source.replace("(", "( ")),
     "a line more of source": lambda key, running, source: (
