@@ -47,7 +47,8 @@ def entries():
     return sorted(os.listdir(_cache.DIRECTORY)) if os.path.isdir(_cache.DIRECTORY) else []
 
 
-@pytest.mark.parametrize("target", TARGETS, ids=target_name)
+@pytest.mark.parametrize("target", TARGETS,  # ids as a list: none to make without keras
+                         ids=[target_name(target) for target in TARGETS])
 def test_the_stored_build_is_the_same_function(cache, target):
     original = keras_function(target)
     built = _fix.build_fixed(original, rules(target))
