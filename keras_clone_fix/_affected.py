@@ -132,6 +132,12 @@ def parse_version(version, leading=False):
     return tuple(int(part) for part in parts)
 
 
+def api_version(keras):
+    """The Keras API version of a keras module: keras's own, or tf.keras's
+    ('2.1.6-tf' -> (2, 1, 6)); (0, 0, 0) for anything else."""
+    return parse_version(keras.__version__.split("-")[0]) or (0, 0, 0)
+
+
 def is_affected(family, version):
     """(affected: bool or None, reason: str) for a version string of a family.
 

@@ -7,14 +7,13 @@ called with training=False, so its node keeps a dict of call arguments that
 the affected releases write each call's mask into.
 """
 
-from keras_clone_fix._affected import parse_version
+from keras_clone_fix._affected import api_version
 
 STEPS, VOCABULARY = 5, 10
 
 
 def build(keras):
-    version = parse_version(keras.__version__.split("-")[0]) or (0, 0, 0)
-    if "tensorflow" not in keras.__name__ and version >= (2, 0, 7):
+    if "tensorflow" not in keras.__name__ and api_version(keras) >= (2, 0, 7):
         return two_output_model(keras)
     return masked_encoder(keras)
 

@@ -53,14 +53,20 @@ def key(original, rule_names, rules_text):
             original.__code__.co_filename)
 
 
+def source_lines(original):
+    """The lines of the original's file as linecache has them now (reread
+    if the file changed on disk since): what the build reads, and what an
+    entry's source is compared with."""
+    filename = original.__code__.co_filename
+    linecache.checkcache(filename)
+    return linecache.getlines(filename, original.__globals__)
+
+
 def _source_now(original, source):
-    """The lines the build read, as linecache (and so the build) reads them
-    now: as many as `source` has, from the original's first line."""
-    code = original.__code__
-    linecache.checkcache(code.co_filename)
-    lines = linecache.getlines(code.co_filename, original.__globals__)
+    """As many of source_lines() as `source` has, from the original's first line."""
+    first = original.__code__.co_firstlineno
     count = source.count("\n") + (not source.endswith("\n"))
-    return "".join(lines[code.co_firstlineno - 1:code.co_firstlineno - 1 + count])
+    return "".join(source_lines(original)[first - 1:first - 1 + count])
 
 
 def _path(original):

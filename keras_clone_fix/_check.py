@@ -23,7 +23,7 @@ import os
 import sys
 import traceback
 
-from keras_clone_fix._affected import parse_version
+from keras_clone_fix._affected import api_version
 
 OK, WRONG, ERROR, UNAVAILABLE = "ok", "wrong", "error", "unavailable"
 FAILED = (WRONG, ERROR)
@@ -354,11 +354,6 @@ def same_argument(before, after):
 # output names unique (two outputs of one layer or shared model), and then
 # fails: `The name "encoder" is used 2 times in the model`.
 OUTPUT_NAMES_MADE_UNIQUE = (2, 2, 3)
-
-
-def api_version(keras):
-    """The Keras API version: keras's own, or tf.keras's ("2.1.6-tf")."""
-    return parse_version(keras.__version__, leading=True) or (0, 0, 0)
 
 
 def find_multi_gpu_model(keras):

@@ -26,7 +26,6 @@ compiles.
 
 import ast
 import dis
-import linecache
 import types
 
 from keras_clone_fix import _cache
@@ -433,8 +432,7 @@ def _function_def(original):
     is the running function either way.
     """
     code = original.__code__
-    linecache.checkcache(code.co_filename)
-    lines = linecache.getlines(code.co_filename, original.__globals__)
+    lines = _cache.source_lines(original)
     first = code.co_firstlineno
     if not 0 < first <= len(lines):
         raise UnsupportedFunction("its source is not available: no line {} in {}".format(

@@ -30,9 +30,10 @@ else:
                 allow_module_level=True)
 
 import check_models  # noqa: E402 (numpy: only where keras is, after the skip)
+from keras_clone_fix._affected import api_version  # noqa: E402
 from keras_clone_fix._check import find_multi_gpu_model  # noqa: E402
 
-VERSION = tuple(int(part) for part in keras.__version__.split("-")[0].split(".")[:3])
+VERSION = api_version(keras)
 TF_KERAS_AFFECTED = FAMILY == "tf.keras" and TENSORFLOW < (1, 15)
 KERAS_AFFECTED = FAMILY == "keras"
 # Whether the release can build these models at all, fix or no fix. tf.keras
