@@ -7,8 +7,6 @@ Keras) or `tensorflow` (its tf.keras). Reads nothing but version strings,
 so it costs nothing to import.
 """
 
-import collections
-
 # family -> (first release, first release past the range, affected?, why).
 # Ranges are half-open and together cover every version.
 RELEASES = {
@@ -46,7 +44,21 @@ RELEASES = {
 }
 FAMILIES = tuple(sorted(RELEASES))
 
-Target = collections.namedtuple("Target", "family module attribute first past rules why")
+
+class Target(object):
+    """A patched function of a family's releases [first, past). A plain
+    class: collections.namedtuple costs 0.3 ms a class on Python 3.6, in
+    every patch()."""
+
+    __slots__ = ("family", "module", "attribute", "first", "past", "rules", "why")
+
+    def __init__(self, family, module, attribute, first, past, rules, why):
+        self.family, self.module, self.attribute = family, module, attribute
+        self.first, self.past, self.rules, self.why = first, past, rules, why
+
+    def __repr__(self):
+        return "Target({})".format(", ".join(repr(getattr(self, name)) for name in self.__slots__))
+
 
 # What is patched: each target (a function, or Class.method, of a module of
 # the family) on the family's releases [first, past), with the rules of
