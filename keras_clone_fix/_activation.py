@@ -340,7 +340,7 @@ def _wrap(target):
 
     owner, name, top = _resolve(target)
     holder, original = _spine(top)[-1]
-    fixed = _fix.build_fixed(original, [getattr(_fix, rule) for rule in target.rules])
+    fixed = _fix.build_fixed(original, target.rules)
 
     def call_fixed(wrapped, instance, args, kwargs):
         if instance is None:  # a function of a module

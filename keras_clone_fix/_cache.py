@@ -1,18 +1,21 @@
 """Fixed functions kept on disk, so that patch() does not parse, check and
 compile Keras's source again in every interpreter of an environment.
 
-Building a fixed function (_fix.build_fixed) is a pure function of: the
+Building a fixed function (_rules.factory_code) is a pure function of: the
 Python that compiles it (version, -O level), our rules (the text of
-_fix.py when it was imported, the names of the rules applied), the file
-the original function is in and the text the build read there (the
-function's lines), and the original's running code (compared whole:
-bytecode, constants, names, first line). An entry holds all of those beside
-the compiled result, and is used only when every one of them is equal to
-what is installed and running now: an edited Keras file, a stale .pyc,
-another Python, another version of this package or a function put in the
-target's place by another tool all miss, and the full build (every rule,
-the source-to-bytecode check) runs again. Nothing is hashed: the texts
-themselves are compared, which costs less than hashing them.
+_rules.py, the names of the rules applied), the file the original function
+is in (its name, size and modification time, as a .pyc records its source's)
+and the original's running code (compared whole: bytecode, constants,
+names, first line). An entry holds all of those beside the compiled
+result, and is used only when every one of them is equal to what is
+installed and running now: an edited Keras file, a stale .pyc, another
+Python, another version of this package or a function put in the target's
+place by another tool all miss, and the full build (every rule, the
+source-to-bytecode check) runs again. The running code, compared whole, is
+what makes a stale build impossible; the file's size and time stand for its
+text, as for Python's own .pyc (reading and comparing the text cost half a
+warm patch() on TensorFlow 1.5). Nothing is hashed: hashing the texts cost
+more than comparing them.
 
 Entries live in the package's own __pycache__, one file per function
 (module.qualname) and Python, rewritten when it misses: a handful of files
@@ -23,12 +26,11 @@ readers never see half done; an entry that cannot be read is a miss.
 Nothing here ever raises.
 """
 
-import linecache
 import marshal
 import os
 import sys
 
-FORMAT = 1
+FORMAT = 2
 DIRECTORY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__")
 _PYTHON_TAG = getattr(getattr(sys, "implementation", None), "cache_tag", None) or \
     "python-{}{}".format(*sys.version_info[:2])
@@ -43,30 +45,25 @@ def read_bytes(path):
         return None
 
 
+def _stamp(filename):
+    """(size, modification time) of a file; None if it has none (not a file)."""
+    try:
+        found = os.stat(filename)
+    except (OSError, TypeError, ValueError):
+        return None
+    return found.st_size, getattr(found, "st_mtime_ns", found.st_mtime)  # Python 2: no _ns
+
+
 def key(original, rule_names, rules_text):
     """What a build of `original` with these rules depends on, besides the
-    source text it reads and the running code: `rules_text` is read_bytes()
-    of the running rules' module (None: no cache)."""
-    if rules_text is None:
-        return None
-    return (FORMAT, sys.version, sys.flags.optimize, rules_text, tuple(rule_names),
-            original.__code__.co_filename)
-
-
-def source_lines(original):
-    """The lines of the original's file as linecache has them now (reread
-    if the file changed on disk since): what the build reads, and what an
-    entry's source is compared with."""
+    running code: `rules_text` is read_bytes() of the rules (None: no
+    entry). Taken before a build reads the file."""
     filename = original.__code__.co_filename
-    linecache.checkcache(filename)
-    return linecache.getlines(filename, original.__globals__)
-
-
-def _source_now(original, source):
-    """As many of source_lines() as `source` has, from the original's first line."""
-    first = original.__code__.co_firstlineno
-    count = source.count("\n") + (not source.endswith("\n"))
-    return "".join(source_lines(original)[first - 1:first - 1 + count])
+    stamp = _stamp(filename)
+    if rules_text is None or stamp is None:
+        return None
+    return (FORMAT, sys.version, sys.flags.optimize, rules_text, tuple(rule_names), filename,
+            stamp)
 
 
 def _path(original):
@@ -76,22 +73,20 @@ def _path(original):
 
 
 def read(original, entry_key):
-    """(factory code, helper names) stored for this key, source and running
-    code, or None."""
+    """(factory code, helper names) stored for this key and running code, or None."""
     if entry_key is None:
         return None
     try:
         with open(_path(original), "rb") as stored:
-            stored_key, running, source, factory, helpers = marshal.loads(stored.read())
-        if (stored_key == entry_key and running == original.__code__
-                and _source_now(original, source) == source):
+            stored_key, running, factory, helpers = marshal.loads(stored.read())
+        if stored_key == entry_key and running == original.__code__:
             return factory, helpers
     except Exception:  # missing, unreadable, truncated, another format
         pass
     return None
 
 
-def write(original, entry_key, source, factory, helpers):
+def write(original, entry_key, factory, helpers):
     """Store a build; silently nothing where bytecode may not be written."""
     if sys.dont_write_bytecode or entry_key is None:
         return
@@ -102,8 +97,7 @@ def write(original, entry_key, source, factory, helpers):
             os.makedirs(DIRECTORY)
         handle, scratch = tempfile.mkstemp(dir=DIRECTORY, suffix=".tmp")
         with os.fdopen(handle, "wb") as written:
-            written.write(marshal.dumps((entry_key, original.__code__, source, factory,
-                                         tuple(helpers))))
+            written.write(marshal.dumps((entry_key, original.__code__, factory, tuple(helpers))))
         os.rename(scratch, _path(original))  # atomic on POSIX
         scratch = None
     except Exception:  # read-only, full, raced: the next patch() builds again

@@ -1,4 +1,5 @@
-"""The fix: Keras's own routines, with named rules rewriting their mask handling.
+"""The rules: named rewrites of Keras's own routines' mask handling, and the
+build of a fixed twin from the installed source (_fix.build_fixed's miss).
 
 Rather than ship copies of Keras's code (which differs from release to
 release), we take the installed function's own source, check that it
@@ -11,10 +12,9 @@ updates and losses) stays the installed release's own code.
 Every rule must find what it rewrites; a function in which one finds
 nothing is refused (UnsupportedFunction), never half-fixed.
 
-patch() pays for this at every `import keras` (or tensorflow) of an
-environment with the package, so it is done cheaply, and once: the first
-build of a function is stored (_cache) and later interpreters read it
-back. The build itself avoids inspect.getsource, ast.NodeTransformer's
+A build is what the first patch() of an environment pays (later ones read
+it back, _cache), and every one where bytecode is not written, so it is
+done cheaply: it avoids inspect.getsource, ast.NodeTransformer's
 walks, increment_lineno and fix_missing_locations (a quarter of their
 instructions, benchmarks/patch_time.py): the source is the file's lines
 from the code object's first line to the last its line table names, parsed
@@ -26,110 +26,18 @@ compiles.
 
 import ast
 import dis
+import linecache
 import types
 
 from keras_clone_fix import _cache
+from keras_clone_fix._fix import (
+    RULES_FILE, UnsupportedFunction, arguments_not_in_inputs, one_mask_per_output,
+    recorded_output_masks, tensors_mapped, without_propagated_mask)
 
 _HELPER_PREFIX = "_keras_clone_fix_"
-# These rules' text as imported (Python 2's __file__ may name the .pyc): a
-# stored build is used only if these very rules made it.
-_RULES_TEXT = _cache.read_bytes(__file__[:-1] if __file__.endswith((".pyc", ".pyo"))
-                                else __file__)
-
-
-class UnsupportedFunction(Exception):
-    """The installed function is not one these rules know how to correct."""
-
-
-def one_mask_per_output(mask, output_tensors):
-    """`Layer.__call__`'s rule (Keras 2.0.7 - 2.3.1): a mask that is not a
-    list or tuple is repeated once per output; lists and tuples are kept."""
-    if not isinstance(mask, (list, tuple)) and len(output_tensors) > 1:
-        return [mask] * len(output_tensors)
-    return mask
-
-
-def recorded_output_masks(output_tensors):
-    """The masks `Layer.__call__` recorded for these outputs of a layer call
-    (what the next layer call will use): on the node it added (Keras), or
-    on each tensor as `_keras_mask` (tf.keras, whose nodes keep no masks)."""
-    masks = []
-    for tensor in output_tensors:
-        layer, node_index, tensor_index = tensor._keras_history
-        # Keras 2.0.x names the list inbound_nodes, 2.1 and later _inbound_nodes.
-        nodes = getattr(layer, "_inbound_nodes", None)
-        if nodes is None:
-            nodes = layer.inbound_nodes
-        node = nodes[node_index]
-        if hasattr(node, "output_masks"):
-            masks.append(node.output_masks[tensor_index])
-        else:
-            masks.append(getattr(tensor, "_keras_mask", None))
-    return masks
-
-
-def without_propagated_mask(arguments, node):
-    """`arguments` without a `mask` that is exactly the masks the node's
-    input tensors carried: the one `Layer.__call__` propagated and recorded
-    (Keras 2.0.0 - 2.0.2). A mask the user passed otherwise stays."""
-    mask = arguments.get("mask")
-    recorded = recorded_output_masks(node.input_tensors)
-    propagated = recorded if isinstance(mask, list) else recorded[:1]
-    masks = mask if isinstance(mask, list) else [mask]
-    if (len(masks) == len(propagated) and any(m is not None for m in masks)
-            and all(m is p for m, p in zip(masks, propagated))):
-        arguments = dict(arguments)
-        del arguments["mask"]
-    return arguments
-
-
-def _is_keras_tensor(value):
-    return hasattr(value, "_keras_history")
-
-
-def tensors_mapped(arguments, tensor_map, key):
-    """`arguments` (a layer call's keyword arguments) with every Keras tensor
-    that `tensor_map` holds, at any depth of lists, tuples and dicts,
-    replaced by its counterpart there: the tensor of a (tensor, mask) pair.
-    `key` gives a tensor's key in the map, as the routine itself keys it.
-    Tensors the map does not hold (from outside the model) stay."""
-    def mapped(value):
-        if isinstance(value, list):
-            return [mapped(item) for item in value]
-        if isinstance(value, tuple):
-            return tuple(mapped(item) for item in value)
-        if isinstance(value, dict):
-            return dict((name, mapped(item)) for name, item in value.items())
-        if _is_keras_tensor(value):
-            found = key(value)
-            if found in tensor_map:
-                counterpart = tensor_map[found]
-                return counterpart[0] if isinstance(counterpart, tuple) else counterpart
-        return value
-    return mapped(arguments)
-
-
-def _tensors_in(value):
-    """The Keras tensors in a call argument, at any depth."""
-    if isinstance(value, (list, tuple)):
-        return [tensor for item in value for tensor in _tensors_in(item)]
-    if isinstance(value, dict):
-        return [tensor for item in value.values() for tensor in _tensors_in(item)]
-    return [value] if _is_keras_tensor(value) else []
-
-
-def arguments_not_in_inputs(kwargs, node):
-    """`kwargs` without the arguments whose tensors, as `node` recorded
-    them, are all among the node's input tensors: those reach the layer as
-    inputs already."""
-    inputs = [id(tensor) for tensor in node.input_tensors]
-    recorded = node.arguments or {}
-    kept = {}
-    for name, value in kwargs.items():
-        tensors = _tensors_in(recorded.get(name))
-        if not (tensors and all(id(tensor) in inputs for tensor in tensors)):
-            kept[name] = value
-    return kept
+# These rules' text as imported: a stored build is used only where the
+# rules that made it are the ones installed.
+TEXT = _cache.read_bytes(RULES_FILE)
 
 
 def _nodes(tree):
@@ -420,8 +328,7 @@ class ArgumentsInInputsPassedOnce(Rule):
 
 
 def _function_def(original):
-    """(the ast of `original`'s definition, at its lines in its file; the
-    text of those lines).
+    """The ast of `original`'s definition, at its lines in its file.
 
     Read as inspect.getsource would, without its tokenizer: the file's
     lines (linecache, reread if the file changed on disk since) from the
@@ -432,7 +339,8 @@ def _function_def(original):
     is the running function either way.
     """
     code = original.__code__
-    lines = _cache.source_lines(original)
+    linecache.checkcache(code.co_filename)
+    lines = linecache.getlines(code.co_filename, original.__globals__)
     first = code.co_firstlineno
     if not 0 < first <= len(lines):
         raise UnsupportedFunction("its source is not available: no line {} in {}".format(
@@ -456,7 +364,7 @@ def _function_def(original):
     definition = body[0] if len(body) == 1 else None
     if not isinstance(definition, ast.FunctionDef) or definition.decorator_list:
         raise UnsupportedFunction("its source is not one undecorated def")
-    return definition, "".join(lines[first - 1:last])
+    return definition
 
 
 # What must be the same in the code compiled from the source and the code
@@ -498,60 +406,30 @@ def _check_source_is_running_code(definition, original):
             "its source in {} does not match the running code".format(code.co_filename))
 
 
-def apply_rules(definition, rules):
-    """(definition rewritten by `rules`, the helpers it calls); raises
-    UnsupportedFunction when a rule finds nothing to rewrite."""
+def apply_rules(definition, rule_names):
+    """(definition rewritten by the rules of these names, the helpers it
+    calls); raises UnsupportedFunction when a rule finds nothing to rewrite."""
     helpers = []
-    for rule_class in rules:
-        rule = rule_class()
+    for name in rule_names:
+        rule = globals()[name]()
         definition = rule.visit(definition)
         if not rule.found:
-            raise UnsupportedFunction("rule {} found nothing to rewrite".format(rule_class.__name__))
+            raise UnsupportedFunction("rule {} found nothing to rewrite".format(name))
         helpers.extend(rule.helpers)
     return definition, helpers
 
 
-def _factory_code(original, rules):
+def factory_code(original, rule_names):
     """(the code of a module defining `_factory(<helpers>)`, which returns
-    the fixed twin of `original`; the names of the helpers it takes; the
-    source text it was built from): the expensive part, which _cache keeps."""
-    definition, source = _function_def(original)
+    the fixed twin of `original`; the names of the helpers it takes, in
+    _fix.HELPERS): the expensive part, which _cache keeps."""
+    definition = _function_def(original)
     _check_source_is_running_code(definition, original)
-    definition, helpers = apply_rules(definition, rules)
+    definition, helpers = apply_rules(definition, rule_names)
     # Nest the def in a factory so the helpers arrive as closure variables:
     # the function's module gains no name of ours.
     names = [_HELPER_PREFIX + helper.__name__ for helper in helpers]
     module = ast.parse("def _factory({}):\n    return {}\n".format(", ".join(names), definition.name))
     module.body[0].body.insert(0, definition)
     code = compile(module, original.__code__.co_filename, "exec", dont_inherit=True)
-    return code, [helper.__name__ for helper in helpers], source
-
-
-def build_fixed(original, rules):
-    """The twin of `original` with `rules` (Rule classes) applied, from the
-    cache where it holds this very build (_cache says when).
-
-    Raises UnsupportedFunction when `original` is not a function whose
-    source has what every rule rewrites.
-    """
-    if not isinstance(original, types.FunctionType):
-        raise UnsupportedFunction("expected a plain function, found {!r}".format(original))
-    if original.__code__.co_freevars:
-        raise UnsupportedFunction("it is a closure")
-    key = _cache.key(original, [rule.__name__ for rule in rules], _RULES_TEXT)
-    cached = _cache.read(original, key)
-    if cached:
-        code, helpers = cached
-    else:
-        code, helpers, source = _factory_code(original, rules)
-        _cache.write(original, key, source, code, helpers)
-    scratch = {}
-    exec(code, scratch)
-    made = scratch["_factory"](*[globals()[name] for name in helpers])
-
-    fixed = types.FunctionType(made.__code__, original.__globals__, original.__name__,
-                               original.__defaults__, made.__closure__)
-    for attribute in ("__doc__", "__module__", "__qualname__", "__kwdefaults__"):
-        if hasattr(original, attribute):  # Python 2 has no __qualname__, __kwdefaults__
-            setattr(fixed, attribute, getattr(original, attribute))
-    return fixed
+    return code, [helper.__name__ for helper in helpers]

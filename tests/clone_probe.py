@@ -11,8 +11,8 @@ import json
 import sys
 
 HEAVY = ("keras", "tensorflow", "theano", "wrapt", "numpy")
-LAZY_PARTS = ("keras_clone_fix._activation", "keras_clone_fix._fix", "keras_clone_fix._affected",
-              "keras_clone_fix._cli")
+LAZY_PARTS = ("keras_clone_fix._activation", "keras_clone_fix._fix", "keras_clone_fix._rules",
+              "keras_clone_fix._cache", "keras_clone_fix._affected", "keras_clone_fix._cli")
 
 
 def loaded(names):

@@ -15,7 +15,7 @@ from keras_clone_fix._affected import Target, target_name, targets_for
 import other_tools
 from conftest import (
     AFFECTED, CLONE_AFFECTED, KERAS, RELEASE_TARGETS, affected_only, installed, probe, run_python)
-from test_fix_source import Layer, Node, step_like_keras
+from test_rules import Layer, Node, step_like_keras
 
 try:
     from importlib import reload
@@ -161,7 +161,7 @@ def test_reloading_the_package_keeps_one_wrapper(restore_fix_state):
 
 @affected_only
 def test_a_target_that_cannot_be_patched_leaves_the_others_patched(restore_fix_state, monkeypatch):
-    from test_fix_source import decorated
+    from test_rules import decorated
     keras_clone_fix.unpatch()
     clone, call = sorted(keras_names(current_objects()), key=lambda name: "run_internal_graph" in name)
     owner, name, original = _activation._resolve(

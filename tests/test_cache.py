@@ -2,6 +2,7 @@
 same function, on the real targets of the installed release."""
 
 import inspect
+import linecache
 import marshal
 import os
 import sys
@@ -10,7 +11,7 @@ import textwrap
 import pytest
 
 from conftest import RELEASE_TARGETS, run_python
-from keras_clone_fix import _activation, _cache, _fix
+from keras_clone_fix import _activation, _cache, _fix, _rules
 from keras_clone_fix._affected import target_name
 
 TARGETS = [target for targets in RELEASE_TARGETS.values() for target in targets]
@@ -23,10 +24,6 @@ def keras_function(target):
     return _activation._spine(top)[-1][1]
 
 
-def rules(target):
-    return [getattr(_fix, rule) for rule in target.rules]
-
-
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
     """The cache in a directory of the test's own, written as where bytecode
@@ -34,12 +31,12 @@ def cache(tmp_path, monkeypatch):
     monkeypatch.setattr(_cache, "DIRECTORY", str(tmp_path / "cache"))
     monkeypatch.setattr(sys, "dont_write_bytecode", False)
     builds = []
-    factory_code = _fix._factory_code
+    factory_code = _rules.factory_code
 
-    def counted(original, rules):
+    def counted(original, rule_names):
         builds.append(original)
-        return factory_code(original, rules)
-    monkeypatch.setattr(_fix, "_factory_code", counted)
+        return factory_code(original, rule_names)
+    monkeypatch.setattr(_rules, "factory_code", counted)
     return builds
 
 
@@ -51,9 +48,9 @@ def entries():
                          ids=[target_name(target) for target in TARGETS])
 def test_the_stored_build_is_the_same_function(cache, target):
     original = keras_function(target)
-    built = _fix.build_fixed(original, rules(target))
+    built = _fix.build_fixed(original, target.rules)
     assert len(entries()) == 1 and len(cache) == 1
-    read = _fix.build_fixed(original, rules(target))
+    read = _fix.build_fixed(original, target.rules)
     assert len(cache) == 1  # no second build
     assert read.__code__ == built.__code__ and read is not built
     assert read.__globals__ is original.__globals__
@@ -77,20 +74,20 @@ def test_a_changed_file_is_built_again(cache, tmp_path):
     still runs the old code is refused, as without the cache."""
     target = TARGETS[0]
     before = copy_of(target, tmp_path)
-    _fix.build_fixed(before, rules(target))
+    _fix.build_fixed(before, target.rules)
     after = copy_of(target, tmp_path, above="# two lines\n# more\n")
-    fixed = _fix.build_fixed(after, rules(target))
+    fixed = _fix.build_fixed(after, target.rules)
     assert len(cache) == 2 and len(entries()) == 1  # rewritten in place
     assert fixed.__code__.co_firstlineno == before.__code__.co_firstlineno + 2
     with pytest.raises(_fix.UnsupportedFunction, match="does not match the running code"):
-        _fix.build_fixed(before, rules(target))
+        _fix.build_fixed(before, target.rules)
 
 
 def changed_key(field, value):
-    def change(key, running, source):
+    def change(key, running):
         key = list(key)
         key[field] = value
-        return tuple(key), running, source
+        return tuple(key), running
     return change
 
 
@@ -100,15 +97,15 @@ OTHER_BUILDS = {
     "another Python": changed_key(1, "2.7.18 (default)"),
     "another -O level": changed_key(2, 2),
     "other rules": changed_key(3, b"other rules"),
-    "another list of rules": lambda key, running, source: (
-        key[:4] + (key[4] + ("AnotherRule",),) + key[5:], running, source),
+    "another list of rules": lambda key, running: (
+        key[:4] + (key[4] + ("AnotherRule",),) + key[5:], running),
     "another file": changed_key(5, "/elsewhere/network.py"),
-    "other source text": lambda key, running, source: (key, running, source.replace("(", "( ")),
-    "a line more of source": lambda key, running, source: (
-        key, running, source + "# a line the file does not have\n"),
-    "source that is not text": lambda key, running, source: (key, running, 42),
-    "other running code": lambda key, running, source: (
-        key, test_entries_of_other_builds_miss.__code__, source),
+    "another size of the file": lambda key, running: (
+        key[:6] + ((key[6][0] + 1, key[6][1]),), running),
+    "another modification time": lambda key, running: (
+        key[:6] + ((key[6][0], key[6][1] - 1),), running),
+    "other running code": lambda key, running: (
+        key, test_entries_of_other_builds_miss.__code__),
 }
 
 
@@ -116,37 +113,66 @@ OTHER_BUILDS = {
 def test_entries_of_other_builds_miss(cache, other):
     target = TARGETS[0]
     original = keras_function(target)
-    _fix.build_fixed(original, rules(target))
+    _fix.build_fixed(original, target.rules)
     (name,) = entries()
     path = os.path.join(_cache.DIRECTORY, name)
     with open(path, "rb") as stored:
-        key, running, source, factory, helpers = marshal.loads(stored.read())
-    key, running, source = OTHER_BUILDS[other](key, running, source)
+        key, running, factory, helpers = marshal.loads(stored.read())
+    key, running = OTHER_BUILDS[other](key, running)
     with open(path, "wb") as stored:
-        stored.write(marshal.dumps((key, running, source, factory, helpers)))
-    _fix.build_fixed(original, rules(target))
+        stored.write(marshal.dumps((key, running, factory, helpers)))
+    _fix.build_fixed(original, target.rules)
     assert len(cache) == 2
-    _fix.build_fixed(original, rules(target))  # the entry was written anew
+    _fix.build_fixed(original, target.rules)  # the entry was written anew
     assert len(cache) == 2
+
+
+def test_an_entry_calling_a_helper_we_do_not_have_misses(cache):
+    target = TARGETS[0]
+    original = keras_function(target)
+    _fix.build_fixed(original, target.rules)
+    (name,) = entries()
+    path = os.path.join(_cache.DIRECTORY, name)
+    with open(path, "rb") as stored:
+        key, running, factory, helpers = marshal.loads(stored.read())
+    with open(path, "wb") as stored:
+        stored.write(marshal.dumps((key, running, factory, helpers + ("removed_since",))))
+    _fix.build_fixed(original, target.rules)
+    assert len(cache) == 2
+
+
+def test_a_function_whose_file_is_not_on_disk_is_never_stored(cache, monkeypatch):
+    """Source only in linecache (no file to stamp): built every time."""
+    target = TARGETS[0]
+    source = textwrap.dedent(inspect.getsource(keras_function(target)))
+    filename = "<keras source held in memory>"
+    monkeypatch.setitem(linecache.cache, filename, (len(source), None,
+                                                    source.splitlines(True), filename))
+    namespace = {"__name__": "in_memory"}
+    exec(compile(source, filename, "exec", dont_inherit=True), namespace)
+    function = namespace[target.attribute.split(".")[-1]]
+    for _ in range(2):
+        _fix.build_fixed(function, target.rules)
+    assert len(cache) == 2 and entries() == []
 
 
 @pytest.mark.parametrize("content", [b"", b"not marshal", b"\xe3" * 40,
-                                     marshal.dumps((1, 2, 3, 4, 5)), marshal.dumps(None)])
+                                     marshal.dumps((1, 2, 3, 4)), marshal.dumps(None)])
 def test_unreadable_entries_miss(cache, content):
     target = TARGETS[0]
     original = keras_function(target)
-    _fix.build_fixed(original, rules(target))
+    _fix.build_fixed(original, target.rules)
     (name,) = entries()
     with open(os.path.join(_cache.DIRECTORY, name), "wb") as stored:
         stored.write(content)
-    _fix.build_fixed(original, rules(target))
+    _fix.build_fixed(original, target.rules)
     assert len(cache) == 2
 
 
 def test_nothing_is_written_where_bytecode_is_not(cache, monkeypatch):
     monkeypatch.setattr(sys, "dont_write_bytecode", True)
     target = TARGETS[0]
-    _fix.build_fixed(keras_function(target), rules(target))
+    _fix.build_fixed(keras_function(target), target.rules)
     assert entries() == [] and len(cache) == 1
 
 
@@ -154,31 +180,29 @@ def test_a_directory_that_cannot_be_made_is_no_error(cache, tmp_path, monkeypatc
     (tmp_path / "a-file").write_text(u"")
     monkeypatch.setattr(_cache, "DIRECTORY", str(tmp_path / "a-file" / "cache"))
     target = TARGETS[0]
-    _fix.build_fixed(keras_function(target), rules(target))
-    _fix.build_fixed(keras_function(target), rules(target))
+    _fix.build_fixed(keras_function(target), target.rules)
+    _fix.build_fixed(keras_function(target), target.rules)
     assert len(cache) == 2
 
 
-PATCH_AND_COUNT_BUILDS = """
+PATCH_AND_SAY_IF_BUILT = """
 import sys
 import keras_clone_fix
-from keras_clone_fix import _cache, _fix
+from keras_clone_fix import _cache
 _cache.DIRECTORY = sys.argv[1]
-builds = []
-factory_code = _fix._factory_code
-_fix._factory_code = lambda *args: builds.append(args) or factory_code(*args)
 status = keras_clone_fix.patch()
-print("{} {}".format(status.patched, len(builds)))
+# A build needs the rules; reading an entry does not import them.
+print("{} {}".format(status.patched, "keras_clone_fix._rules" in sys.modules))
 """
 
 
 def test_a_new_interpreter_patches_from_the_entries(tmp_path):
     """The first interpreter builds every target and stores it; the next
-    patches without building."""
+    patches without building, or importing the rules."""
     directory = str(tmp_path / "cache")
-    runs = [run_python(["-c", PATCH_AND_COUNT_BUILDS, directory],
+    runs = [run_python(["-c", PATCH_AND_SAY_IF_BUILT, directory],
                        env={"KERAS_CLONE_FIX": "0", "PYTHONDONTWRITEBYTECODE": None})
             for _ in range(2)]
     assert [run.stdout.split() for run in runs] == [
-        ["True", str(len(TARGETS))], ["True", "0"]], runs[0].stderr + runs[1].stderr
+        ["True", "True"], ["True", "False"]], runs[0].stderr + runs[1].stderr
     assert len(os.listdir(directory)) == len(TARGETS)

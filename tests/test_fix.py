@@ -275,13 +275,13 @@ def installed_targets():
 
 @pytest.mark.parametrize("target", installed_targets(), ids=lambda target: target.attribute)
 def test_source_read_is_what_inspect_reads(target):
-    """_fix reads the installed def from its lines, not with
+    """_rules reads the installed def from its lines, not with
     inspect.getsource: both give the same def, at the same lines."""
     import ast
     import importlib
     import inspect
     import textwrap
-    from keras_clone_fix import _fix
+    from keras_clone_fix import _rules
     function = importlib.import_module(target.module)
     for name in target.attribute.split("."):
         function = vars(function)[name]
@@ -289,7 +289,7 @@ def test_source_read_is_what_inspect_reads(target):
         function = function.__wrapped__
     read = ast.parse(textwrap.dedent(inspect.getsource(function))).body[0]
     ast.increment_lineno(read, function.__code__.co_firstlineno - 1)
-    ours, _ = _fix._function_def(function)
+    ours = _rules._function_def(function)
     # inspect's text is dedented, docstring and all; ours is as in the file.
     assert ast.get_docstring(ours) == ast.get_docstring(read)
     for definition in (ours, read):

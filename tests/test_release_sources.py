@@ -18,7 +18,7 @@ import zipfile
 
 import pytest
 
-from keras_clone_fix import _fix
+from keras_clone_fix import _rules
 from keras_clone_fix._affected import TARGETS
 
 WHEELS = os.environ.get("RELEASE_WHEELS")
@@ -66,8 +66,7 @@ def test_every_rule_finds_its_code(family, version, wheel):
     with zipfile.ZipFile(wheel) as archive:
         for target in targets:
             source = module_source(archive, target.module)
-            rules = [getattr(_fix, rule) for rule in target.rules]
-            rewritten, _ = _fix.apply_rules(definition(source, target.attribute), rules)
+            rewritten, _ = _rules.apply_rules(definition(source, target.attribute), target.rules)
             module = ast.Module(body=[rewritten], type_ignores=[]) if hasattr(
                 ast, "TypeIgnore") else ast.Module(body=[rewritten])
             compile(ast.fix_missing_locations(module), target.module, "exec")

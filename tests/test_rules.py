@@ -1,5 +1,5 @@
-"""The rules of keras_clone_fix._fix, on a small function of our own shaped
-like Keras's code.
+"""The rules of keras_clone_fix._rules, built by _fix.build_fixed, on a
+small function of our own shaped like Keras's code.
 
 These run on every Python the wheel supports; test_fix.py and
 test_call_on_new_tensors.py prove the rules on real Keras.
@@ -90,26 +90,26 @@ def test_unfixed_step_shows_every_flaw():
 
 def test_copy_node_arguments():
     node, layer = Node({"training": False}), Layer("m")
-    build_fixed(step_like_keras, [_fix.CopyNodeArguments])(node, layer, "m")
+    build_fixed(step_like_keras, ["CopyNodeArguments"])(node, layer, "m")
     assert node.arguments == {"training": False}
     assert layer.kwargs == {"training": False, "mask": "m"}
 
 
 def test_layer_call_propagates_masks():
     node, layer = Node({"training": False}), Layer("m")
-    build_fixed(step_like_keras, [_fix.LayerCallPropagatesMasks])(node, layer, "m")
+    build_fixed(step_like_keras, ["LayerCallPropagatesMasks"])(node, layer, "m")
     assert layer.kwargs == {"training": False}
 
 
 def test_one_mask_per_output():
-    fixed = build_fixed(step_like_keras, [_fix.OneMaskPerOutput])
+    fixed = build_fixed(step_like_keras, ["OneMaskPerOutput"])
     assert fixed(Node(), Layer("m", outputs=3), "m")[1:] == (["m", "m", "m"], 3)
     assert fixed(Node(), Layer(["a", None]), "m")[1:] == (["a", None], 2)
 
 
 def test_recorded_output_masks():
     layer = Layer("computed", recorded=["recorded", None])
-    fixed = build_fixed(step_like_keras, [_fix.RecordedOutputMasks])
+    fixed = build_fixed(step_like_keras, ["RecordedOutputMasks"])
     assert fixed(Node(), layer, "m")[1:] == (["recorded", None], 2)
 
 
@@ -121,7 +121,7 @@ def test_keras_2_0_names_the_node_list_inbound_nodes():
 
 
 def test_fixed_function_looks_like_the_original():
-    fixed = build_fixed(step_like_keras, [_fix.CopyNodeArguments, _fix.OneMaskPerOutput])
+    fixed = build_fixed(step_like_keras, ["CopyNodeArguments", "OneMaskPerOutput"])
     for attribute in ("__name__", "__qualname__", "__doc__", "__defaults__", "__module__"):
         assert getattr(fixed, attribute, None) == getattr(step_like_keras, attribute, None)
     assert fixed.__globals__ is step_like_keras.__globals__
@@ -151,21 +151,21 @@ one_line = lambda layer: to_list(layer.compute_mask(None))  # noqa: E731
 ])
 def test_refuses_what_it_cannot_rewrite(function, problem):
     with pytest.raises(UnsupportedFunction) as raised:
-        build_fixed(function, [_fix.OneMaskPerOutput])
+        build_fixed(function, ["OneMaskPerOutput"])
     assert problem in str(raised.value)
 
 
 def test_refuses_source_that_is_not_the_running_code():
-    stale = build_fixed(step_like_keras, [_fix.CopyNodeArguments])  # source: step_like_keras
+    stale = build_fixed(step_like_keras, ["CopyNodeArguments"])  # source: step_like_keras
     with pytest.raises(UnsupportedFunction, match="does not match the running code"):
-        build_fixed(stale, [_fix.CopyNodeArguments])
+        build_fixed(stale, ["CopyNodeArguments"])
 
 
 def test_refuses_code_without_source():
     namespace = {}
     exec("def made_at_run_time(layer):\n    return layer\n", namespace)
     with pytest.raises(UnsupportedFunction, match="source is not available"):
-        build_fixed(namespace["made_at_run_time"], [_fix.OneMaskPerOutput])
+        build_fixed(namespace["made_at_run_time"], ["OneMaskPerOutput"])
 
 
 class Tensor(object):
@@ -197,7 +197,7 @@ def test_map_tensors_in_call_arguments():
     node = Node({"initial_state": [old_state, outside], "nested": {"a": (old_state,)},
                  "training": False})
     node.input_tensors = [old_input]
-    fixed = build_fixed(step_with_arguments, [_fix.MapTensorsInCallArguments])
+    fixed = build_fixed(step_with_arguments, ["MapTensorsInCallArguments"])
     inputs, kwargs = fixed(node, called_with, tensor_map)
     assert inputs == [new_input]
     assert kwargs == {"initial_state": [new_state, outside], "nested": {"a": (new_state,)},
@@ -210,8 +210,8 @@ def test_arguments_in_inputs_passed_once():
     tensor_map = {str(id(old_input)): (1, None), str(id(old_state)): (2, None)}
     node = Node({"initial_state": [old_state], "other": other, "training": True})
     node.input_tensors = [old_input, old_state]
-    fixed = build_fixed(step_with_arguments, [_fix.ArgumentsInInputsPassedOnce,
-                                              _fix.MapTensorsInCallArguments])
+    fixed = build_fixed(step_with_arguments, ["ArgumentsInInputsPassedOnce",
+                                              "MapTensorsInCallArguments"])
     assert fixed(node, called_with, tensor_map) == ([1, 2], {"other": other, "training": True})
 
 
@@ -223,7 +223,7 @@ def no_key_test(node, layer, tensor_map):
 
 def test_map_tensors_needs_the_routines_key():
     with pytest.raises(UnsupportedFunction, match="MapTensorsInCallArguments"):
-        build_fixed(no_key_test, [_fix.MapTensorsInCallArguments])
+        build_fixed(no_key_test, ["MapTensorsInCallArguments"])
 
 
 # How the source is read (the lines from the code's first line to the last
@@ -262,7 +262,7 @@ def makes_a_nested_def():
 def test_reads_the_whole_def(function):
     node, layer = Node({"training": False}), Layer("m", outputs=1)
     fixed = build_fixed(getattr(function, "__func__", function),  # Python 2: unbound method
-                        [_fix.CopyNodeArguments])
+                        ["CopyNodeArguments"])
     args = (None, node, layer) if function.__name__ == "method" else (node, layer)
     args += ("m",) if function is last_statement_over_lines else ()
     fixed(*args)
@@ -282,7 +282,7 @@ def decorated_in_place(node, layer):
 
 def test_refuses_a_decorated_def():
     with pytest.raises(UnsupportedFunction, match="not one undecorated def"):
-        build_fixed(decorated_in_place, [_fix.OneMaskPerOutput])
+        build_fixed(decorated_in_place, ["OneMaskPerOutput"])
 
 
 def write(path, text):
@@ -310,12 +310,12 @@ def test_refuses_source_changed_on_disk_after_import(tmp_path, monkeypatch, chan
     monkeypatch.syspath_prepend(str(tmp_path))
     import changed_after_import
     try:
-        build_fixed(changed_after_import.step, [_fix.OneMaskPerOutput])  # read, and cached
+        build_fixed(changed_after_import.step, ["OneMaskPerOutput"])  # read, and cached
         write(module_file, changed + "\n")  # another size: linecache sees the change
         if refused:
             with pytest.raises(UnsupportedFunction, match="does not match the running code"):
-                build_fixed(changed_after_import.step, [_fix.OneMaskPerOutput])
+                build_fixed(changed_after_import.step, ["OneMaskPerOutput"])
         else:
-            build_fixed(changed_after_import.step, [_fix.OneMaskPerOutput])
+            build_fixed(changed_after_import.step, ["OneMaskPerOutput"])
     finally:
         del sys.modules["changed_after_import"]
