@@ -61,6 +61,7 @@ ENVIRONMENTS = {
     "keras-2.2.4-theano": ("3.7", ["theano==1.0.4", "keras==2.2.4", "numpy<1.19", "scipy<1.6",
                                    "h5py<3"], THEANO),
     # TensorFlow before 1.13 has no Python 3.7 wheels: on 3.6, see tf_on_python36.
+    "tf-1.4": ("3.6", tf_on_python36("1.4.1", None, "1.14.5"), QUIET_TF),
     "tf-1.5": ("3.6", tf_on_python36("1.5.1", None, "1.14.5"), QUIET_TF),
     "tf-1.10": ("3.6", tf_on_python36("1.10.1", "1.10.0", "1.14.5"), QUIET_TF),
     "tf-1.12": ("3.6", tf_on_python36("1.12.3", "1.12.2", "1.16.6"), QUIET_TF),
@@ -265,7 +266,7 @@ PATCH_COST_BASELINE = os.path.join("benchmarks", "patch_time_baseline.json")
     # (2.2.4 brings what they all need); TensorFlow 1.15 is not affected.
     nox.param("3.7", TF1 + ["keras==2.2.4"], PATCH_COST_KERAS, id="keras")] + [
     nox.param(ENVIRONMENTS[name][0], ENVIRONMENTS[name][1], [], id=name)
-    for name in ("tf-1.5", "tf-1.10", "tf-1.12", "tf-1.13", "tf-1.14")])
+    for name in ("tf-1.4", "tf-1.5", "tf-1.10", "tf-1.12", "tf-1.13", "tf-1.14")])
 def patch_cost(session, requirements, keras_releases):
     """What keras_clone_fix.patch() costs right after `import keras` (or
     tensorflow) on each affected release of the matrix, beside the figures

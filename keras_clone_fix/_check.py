@@ -73,6 +73,12 @@ def is_model(keras, layer):
     return isinstance(layer, keras.models.Model)
 
 
+def is_rnn(layer):
+    """Recurrent layers: RNN from keras 2.0.9 and TensorFlow 1.5, Recurrent
+    before (it has no `cell`, and tf.keras 1.4 does not export it)."""
+    return any(cls.__name__ in ("RNN", "Recurrent") for cls in type(layer).__mro__)
+
+
 def all_layers(keras, model, prefix=""):
     """(path, layer) of every layer, nested models' layers too ("outer/inner")."""
     for layer in model.layers:
@@ -122,8 +128,7 @@ def risks(keras, model):
         arguments = sorted(set(name for node in nodes for name in tensor_arguments(node)))
         if arguments:
             found.append((path, "called with tensor arguments: " + ", ".join(arguments)))
-        elif hasattr(layer, "cell") and any(len(as_list(node.input_tensors)) > 1
-                                            for node in nodes):
+        elif is_rnn(layer) and any(len(as_list(node.input_tensors)) > 1 for node in nodes):
             # keras 2.2.5 and tf.keras make an RNN's initial_state and constants inputs
             found.append((path, "an RNN called with initial_state or constants"))
     return found
