@@ -24,10 +24,15 @@ that count, measured by an interpreter switching on and off with nothing in
 between (and no family imported: the switches do not depend on them), is
 subtracted. Python's hash seed is fixed for those runs, and the
 count is the same to within a few thousand instructions run after run.
+The same count of `import wrapt` alone, after the families' import, tells
+how much of patch() that is: all of wrapt's import where the family has not
+imported it already (TensorFlow 1.4 - 1.13), nothing where it has.
 
---baseline FILE prints the figures FILE holds for the same release beside
-today's; --record FILE adds today's to FILE (benchmarks/patch_time_baseline.json
-holds those of the code before patch() was made cheaper, issue 20).
+--record FILE adds today's figures to FILE; --baseline FILE prints the
+"cold" figures FILE holds for the same release as "before", beside today's.
+benchmarks/patch_time_baseline.json holds those of 0.1.0 (commit cb51c02,
+before issue 20), recorded by this script: 0.1.0 stores nothing, so its one
+figure is what every interpreter pays.
 """
 
 import argparse
@@ -42,7 +47,8 @@ import tempfile
 CHILD = r"""
 import json, os, subprocess, sys, time
 clock = getattr(time, "perf_counter", time.time)
-for family in ("keras", "tensorflow") if sys.argv[2] == "patch" else ():
+step = sys.argv[2]  # patch, wrapt (its import alone) or nothing
+for family in ("keras", "tensorflow") if step != "nothing" else ():
     try:
         __import__(family)
     except ImportError:
@@ -57,7 +63,9 @@ def instrument(state):
 
 instrument("on")
 began = clock()
-status = keras_clone_fix.patch() if sys.argv[2] == "patch" else None
+status = keras_clone_fix.patch() if step == "patch" else None
+if step == "wrapt":
+    import wrapt
 took = clock() - began
 instrument("off")
 if status is not None:
@@ -74,9 +82,21 @@ ENV.update(KERAS_CLONE_FIX="0", TF_CPP_MIN_LOG_LEVEL="3", PYTHONHASHSEED="0")
 KINDS = ("cold", "warm")
 
 
+def stores_builds():
+    """Whether the installed package stores its builds: 0.1.0 (the code
+    before issue 20) builds in every interpreter, so it has only "cold"."""
+    try:
+        from keras_clone_fix import _cache  # noqa: F401 (the installed package's)
+    except ImportError:
+        return False
+    return True
+
+
 def prepare(kind):
     """Before a run: no stored builds (cold), or those of one run (warm)."""
-    from keras_clone_fix import _cache  # the installed package's
+    if not stores_builds():
+        return
+    from keras_clone_fix import _cache
     for name in glob.glob(os.path.join(_cache.DIRECTORY, "*.fixed")):
         os.remove(name)
     if kind == "warm":
@@ -133,7 +153,7 @@ def main():
     options = parser.parse_args()
 
     figures, families = {}, None
-    for kind in KINDS:
+    for kind in KINDS if stores_builds() else KINDS[:1]:
         results = []
         for _ in range(options.runs):
             if kind == "cold" or not results:
@@ -148,6 +168,9 @@ def main():
             switches = callgrind_total("nothing")
             figures[kind]["instructions"] = callgrind_total("patch", kind) - switches
             figures[kind]["switch_instructions"] = switches
+    if options.callgrind:
+        # Part of patch() where the family has not imported wrapt (TensorFlow 1.4 - 1.13).
+        figures["wrapt_import_instructions"] = callgrind_total("wrapt") - switches
     prepare("cold")  # leave the environment as a user's first interpreter finds it
     key = "python {}: {}".format(platform.python_version(), families)
 
@@ -158,12 +181,15 @@ def main():
     print("patch() on " + key)
     print("  {:<10} {:>10} {:>9} {:>9} {:>14}".format("", "median ms", "min ms", "max ms",
                                                        "instructions"))
-    for name, row in (("before", baseline), ("cold", figures["cold"]),
-                      ("warm", figures["warm"])):
+    for name, row in (("before", baseline.get("cold")), ("cold", figures["cold"]),
+                      ("warm", figures.get("warm"))):
         if row:
             print("  {:<10} {:>10.2f} {:>9.2f} {:>9.2f} {:>14}".format(
                 name, row["median_ms"], row["min_ms"], row["max_ms"],
                 "{:,}".format(row["instructions"]) if "instructions" in row else "-"))
+    if "wrapt_import_instructions" in figures:
+        print("  `import wrapt` after the families' import: {:,} instructions".format(
+            figures["wrapt_import_instructions"]))
     if options.record:
         recorded = {}
         if os.path.exists(options.record):
