@@ -109,18 +109,24 @@ OTHER_BUILDS = {
 }
 
 
+def build_and_alter_the_entry(original, rules, alter):
+    """Build once, then rewrite the one entry stored as alter(key, running,
+    factory, helpers) returns it."""
+    _fix.build_fixed(original, rules)
+    (name,) = entries()
+    path = os.path.join(_cache.DIRECTORY, name)
+    with open(path, "rb") as stored:
+        entry = marshal.loads(stored.read())
+    with open(path, "wb") as stored:
+        stored.write(marshal.dumps(alter(*entry)))
+
+
 @pytest.mark.parametrize("other", sorted(OTHER_BUILDS))
 def test_entries_of_other_builds_miss(cache, other):
     target = TARGETS[0]
     original = keras_function(target)
-    _fix.build_fixed(original, target.rules)
-    (name,) = entries()
-    path = os.path.join(_cache.DIRECTORY, name)
-    with open(path, "rb") as stored:
-        key, running, factory, helpers = marshal.loads(stored.read())
-    key, running = OTHER_BUILDS[other](key, running)
-    with open(path, "wb") as stored:
-        stored.write(marshal.dumps((key, running, factory, helpers)))
+    build_and_alter_the_entry(original, target.rules, lambda key, running, factory, helpers: (
+        OTHER_BUILDS[other](key, running) + (factory, helpers)))
     _fix.build_fixed(original, target.rules)
     assert len(cache) == 2
     _fix.build_fixed(original, target.rules)  # the entry was written anew
@@ -130,13 +136,8 @@ def test_entries_of_other_builds_miss(cache, other):
 def test_an_entry_calling_a_helper_we_do_not_have_misses(cache):
     target = TARGETS[0]
     original = keras_function(target)
-    _fix.build_fixed(original, target.rules)
-    (name,) = entries()
-    path = os.path.join(_cache.DIRECTORY, name)
-    with open(path, "rb") as stored:
-        key, running, factory, helpers = marshal.loads(stored.read())
-    with open(path, "wb") as stored:
-        stored.write(marshal.dumps((key, running, factory, helpers + ("removed_since",))))
+    build_and_alter_the_entry(original, target.rules, lambda key, running, factory, helpers: (
+        key, running, factory, helpers + ("removed_since",)))
     _fix.build_fixed(original, target.rules)
     assert len(cache) == 2
 
