@@ -11,7 +11,7 @@ This module is the interpreter-start bootstrap too: keras_clone_fix.pth
 imports it in every interpreter of the environment, so it is all that loads
 before keras does. It holds the API, the switch and the wait for the
 families' imports, and imports nothing Python has not loaded at start; the
-rest (_activation, _affected, _fix, wrapt) loads when a family arrives or
+rest (_activation, _affected, _fix, _runtime, wrapt) loads when a family arrives or
 the API is used. One module, not a package plus a bootstrap submodule: each
 module imported at start costs about 0.5 million instructions (0.2 ms) here.
 

@@ -202,7 +202,7 @@ def _decide(family, version, force):
 def _resolve(target):
     """(owner, name, object) of a target, importing its module: the module
     or class holding it. Raises UnsupportedFunction if it is not there."""
-    from keras_clone_fix._fix import UnsupportedFunction
+    from keras_clone_fix._runtime import UnsupportedFunction
     try:
         owner = importlib.import_module(target.module)
         path = target.attribute.split(".")
@@ -216,7 +216,7 @@ def _resolve(target):
 def _found(target):
     """_resolve() without importing: None where the target's module is not
     imported or the target is not there."""
-    from keras_clone_fix._fix import UnsupportedFunction
+    from keras_clone_fix._runtime import UnsupportedFunction
     if sys.modules.get(target.module) is None:
         return None
     try:
@@ -371,7 +371,7 @@ def _apply(families, force):
     """Patch these imported families where the guard says so (lock held):
     every target that can be patched is, and PatchError names those that
     cannot."""
-    from keras_clone_fix._fix import UnsupportedFunction
+    from keras_clone_fix._runtime import UnsupportedFunction
     failures = []
     for family in families:
         version = _version(family)

@@ -31,7 +31,10 @@ import os
 import sys
 
 FORMAT = 2
-DIRECTORY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__")
+PACKAGE = os.path.dirname(os.path.abspath(__file__))
+DIRECTORY = os.path.join(PACKAGE, "__pycache__")
+# The rules, whose text keys every entry.
+RULES_FILE = os.path.join(PACKAGE, "_rules.py")
 _PYTHON_TAG = getattr(getattr(sys, "implementation", None), "cache_tag", None) or \
     "python-{}{}".format(*sys.version_info[:2])
 

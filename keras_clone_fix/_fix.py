@@ -1,120 +1,17 @@
-"""The fix: the fixed twin of a Keras routine, and the helpers its code calls.
+"""The fix: the fixed twin of a Keras routine, read back or built.
 
 A twin is Keras's own installed function with the rules of _rules applied
-to its source (see there). Building one takes most of what patch() costs,
-so the first build is stored (_cache) and later interpreters of the
-environment read it back: then neither the rules nor their imports load.
+to its source (see there); its code calls the helpers of _runtime.
+Building one takes most of what patch() costs, so the first build is
+stored (_cache) and later interpreters of the environment read it back:
+then neither the rules nor their imports load.
 This module is what every patch() imports; keep it small.
 """
 
-import os
 import types
 
 from keras_clone_fix import _cache
-
-# The rules, whose text keys the stored builds.
-RULES_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_rules.py")
-
-
-class UnsupportedFunction(Exception):
-    """The installed function is not one the rules know how to correct."""
-
-
-def one_mask_per_output(mask, output_tensors):
-    """`Layer.__call__`'s rule (Keras 2.0.7 - 2.3.1): a mask that is not a
-    list or tuple is repeated once per output; lists and tuples are kept."""
-    if not isinstance(mask, (list, tuple)) and len(output_tensors) > 1:
-        return [mask] * len(output_tensors)
-    return mask
-
-
-def recorded_output_masks(output_tensors):
-    """The masks `Layer.__call__` recorded for these outputs of a layer call
-    (what the next layer call will use): on the node it added (Keras), or
-    on each tensor as `_keras_mask` (tf.keras, whose nodes keep no masks)."""
-    masks = []
-    for tensor in output_tensors:
-        layer, node_index, tensor_index = tensor._keras_history
-        # Keras 2.0.x names the list inbound_nodes, 2.1 and later _inbound_nodes.
-        nodes = getattr(layer, "_inbound_nodes", None)
-        if nodes is None:
-            nodes = layer.inbound_nodes
-        node = nodes[node_index]
-        if hasattr(node, "output_masks"):
-            masks.append(node.output_masks[tensor_index])
-        else:
-            masks.append(getattr(tensor, "_keras_mask", None))
-    return masks
-
-
-def without_propagated_mask(arguments, node):
-    """`arguments` without a `mask` that is exactly the masks the node's
-    input tensors carried: the one `Layer.__call__` propagated and recorded
-    (Keras 2.0.0 - 2.0.2). A mask the user passed otherwise stays."""
-    mask = arguments.get("mask")
-    recorded = recorded_output_masks(node.input_tensors)
-    propagated = recorded if isinstance(mask, list) else recorded[:1]
-    masks = mask if isinstance(mask, list) else [mask]
-    if (len(masks) == len(propagated) and any(m is not None for m in masks)
-            and all(m is p for m, p in zip(masks, propagated))):
-        arguments = dict(arguments)
-        del arguments["mask"]
-    return arguments
-
-
-def _is_keras_tensor(value):
-    return hasattr(value, "_keras_history")
-
-
-def tensors_mapped(arguments, tensor_map, key):
-    """`arguments` (a layer call's keyword arguments) with every Keras tensor
-    that `tensor_map` holds, at any depth of lists, tuples and dicts,
-    replaced by its counterpart there: the tensor of a (tensor, mask) pair.
-    `key` gives a tensor's key in the map, as the routine itself keys it.
-    Tensors the map does not hold (from outside the model) stay."""
-    def mapped(value):
-        if isinstance(value, list):
-            return [mapped(item) for item in value]
-        if isinstance(value, tuple):
-            return tuple(mapped(item) for item in value)
-        if isinstance(value, dict):
-            return dict((name, mapped(item)) for name, item in value.items())
-        if _is_keras_tensor(value):
-            found = key(value)
-            if found in tensor_map:
-                counterpart = tensor_map[found]
-                return counterpart[0] if isinstance(counterpart, tuple) else counterpart
-        return value
-    return mapped(arguments)
-
-
-def _tensors_in(value):
-    """The Keras tensors in a call argument, at any depth."""
-    if isinstance(value, (list, tuple)):
-        return [tensor for item in value for tensor in _tensors_in(item)]
-    if isinstance(value, dict):
-        return [tensor for item in value.values() for tensor in _tensors_in(item)]
-    return [value] if _is_keras_tensor(value) else []
-
-
-def arguments_not_in_inputs(kwargs, node):
-    """`kwargs` without the arguments whose tensors, as `node` recorded
-    them, are all among the node's input tensors: those reach the layer as
-    inputs already."""
-    inputs = [id(tensor) for tensor in node.input_tensors]
-    recorded = node.arguments or {}
-    kept = {}
-    for name, value in kwargs.items():
-        tensors = _tensors_in(recorded.get(name))
-        if not (tensors and all(id(tensor) in inputs for tensor in tensors)):
-            kept[name] = value
-    return kept
-
-
-# What the fixed code may call, by name.
-HELPERS = dict((helper.__name__, helper) for helper in (
-    one_mask_per_output, recorded_output_masks, without_propagated_mask, tensors_mapped,
-    arguments_not_in_inputs))
+from keras_clone_fix._runtime import HELPERS, UnsupportedFunction
 
 
 def build_fixed(original, rule_names):
@@ -130,7 +27,7 @@ def build_fixed(original, rule_names):
         raise UnsupportedFunction("it is a closure")
     # The rules on disk: those a build would import (when they are not yet).
     cached = _cache.read(original, _cache.key(original, rule_names,
-                                              _cache.read_bytes(RULES_FILE)))
+                                              _cache.read_bytes(_cache.RULES_FILE)))
     if cached is not None and all(name in HELPERS for name in cached[1]):
         code, helpers = cached
     else:

@@ -30,14 +30,14 @@ import linecache
 import types
 
 from keras_clone_fix import _cache
-from keras_clone_fix._fix import (
-    RULES_FILE, UnsupportedFunction, arguments_not_in_inputs, one_mask_per_output,
-    recorded_output_masks, tensors_mapped, without_propagated_mask)
+from keras_clone_fix._runtime import (
+    UnsupportedFunction, arguments_not_in_inputs, one_mask_per_output, recorded_output_masks,
+    tensors_mapped, without_propagated_mask)
 
 _HELPER_PREFIX = "_keras_clone_fix_"
 # These rules' text as imported: a stored build is used only where the
 # rules that made it are the ones installed.
-TEXT = _cache.read_bytes(RULES_FILE)
+TEXT = _cache.read_bytes(_cache.RULES_FILE)
 
 
 def _nodes(tree):
@@ -422,7 +422,7 @@ def apply_rules(definition, rule_names):
 def factory_code(original, rule_names):
     """(the code of a module defining `_factory(<helpers>)`, which returns
     the fixed twin of `original`; the names of the helpers it takes, in
-    _fix.HELPERS): the expensive part, which _cache keeps."""
+    _runtime.HELPERS): the expensive part, which _cache keeps."""
     definition = _function_def(original)
     _check_source_is_running_code(definition, original)
     definition, helpers = apply_rules(definition, rule_names)

@@ -11,7 +11,7 @@ import textwrap
 import pytest
 
 from conftest import RELEASE_TARGETS, run_python
-from keras_clone_fix import _activation, _cache, _fix, _rules
+from keras_clone_fix import _activation, _cache, _fix, _rules, _runtime
 from keras_clone_fix._affected import target_name
 
 TARGETS = [target for targets in RELEASE_TARGETS.values() for target in targets]
@@ -79,7 +79,7 @@ def test_a_changed_file_is_built_again(cache, tmp_path):
     fixed = _fix.build_fixed(after, target.rules)
     assert len(cache) == 2 and len(entries()) == 1  # rewritten in place
     assert fixed.__code__.co_firstlineno == before.__code__.co_firstlineno + 2
-    with pytest.raises(_fix.UnsupportedFunction, match="does not match the running code"):
+    with pytest.raises(_runtime.UnsupportedFunction, match="does not match the running code"):
         _fix.build_fixed(before, target.rules)
 
 

@@ -10,8 +10,9 @@ import sys
 
 import pytest
 
-from keras_clone_fix import _fix
-from keras_clone_fix._fix import UnsupportedFunction, build_fixed, one_mask_per_output
+from keras_clone_fix import _fix, _runtime
+from keras_clone_fix._fix import build_fixed
+from keras_clone_fix._runtime import UnsupportedFunction, one_mask_per_output
 
 
 def to_list(x):
@@ -117,7 +118,7 @@ def test_keras_2_0_names_the_node_list_inbound_nodes():
     layer = Layer("m")
     layer.inbound_nodes = [Node(output_masks=["first", "second"])]
     del layer._inbound_nodes
-    assert _fix.recorded_output_masks([Output(layer, 1), Output(layer, 0)]) == ["second", "first"]
+    assert _runtime.recorded_output_masks([Output(layer, 1), Output(layer, 0)]) == ["second", "first"]
 
 
 def test_fixed_function_looks_like_the_original():
