@@ -68,11 +68,13 @@ class PatchError(RuntimeError):
     """patch() could not patch an affected keras."""
 
 
-def patch(force=False):
+def patch(force=None):
     """Import keras and tensorflow (those installed), patch the affected
     ones, and patch the others when they are imported; returns status().
 
-    force=True also patches a release whose version is not recognised.
+    force=True also patches a release whose version is not recognised;
+    None (the default) reads KERAS_CLONE_FIX_FORCE, as every way in does.
+    Works with KERAS_CLONE_FIX=0, which only turns off the automatic ways.
     Idempotent and thread-safe. Raises PatchError if an affected release
     cannot be patched.
     """

@@ -25,10 +25,12 @@ other finders and then calls arrived().
 
 import contextlib
 import importlib
+import os
 import sys
 import types
 
-from keras_clone_fix import FAMILIES, KerasCloneFixWarning, PatchError, _arm, _env_flag, _state
+from keras_clone_fix import (
+    FAMILIES, SWITCH_ON, KerasCloneFixWarning, PatchError, _arm, _env_flag, _state)
 from keras_clone_fix._affected import is_affected, target_name, targets_for
 
 FORCE = "KERAS_CLONE_FIX_FORCE"
@@ -108,7 +110,7 @@ def arrived(family):
         if all(_imported(name) for name in FAMILIES):
             disarm()
         try:
-            _apply([family], _env_flag(FORCE, default=False))
+            _apply([family], _forced(None))
             logging.getLogger("keras_clone_fix").info(state.reason)
         except PatchError:
             warn(state.reason + "; those run unpatched")
@@ -121,8 +123,7 @@ def activate():
     Never raises."""
     _wait_for_the_rest()
     try:
-        _apply([family for family in FAMILIES if _imported(family)],
-               _env_flag(FORCE, default=False))
+        _apply([family for family in FAMILIES if _imported(family)], _forced(None))
     except PatchError:
         warn(state.reason + "; those run unpatched")
     except Exception as error:
@@ -189,12 +190,22 @@ class Status(_Record):
                  "activated_by")
 
 
+def _forced(force):
+    """Whether to patch unrecognised versions: `force`, or where it is None,
+    KERAS_CLONE_FIX_FORCE (every way in reads it)."""
+    return _env_flag(FORCE, default=False) if force is None else force
+
+
 def _decide(family, version, force):
     """(patch?, reason) for an imported family of this version."""
     affected, reason = is_affected(family, version)
     if affected is None:
         if force:
             return True, reason + "; forced"
+        if os.environ.get(FORCE, "").strip().lower() in SWITCH_ON:
+            # Set, and overridden by patch(force=False): setting it is no advice.
+            return False, reason + " (not forced: force=False overrides {}={})".format(
+                FORCE, os.environ[FORCE])
         return False, reason + " (set {}=1 to patch it anyway)".format(FORCE)
     return affected, reason
 
@@ -422,9 +433,9 @@ def _wait_for_the_rest():
         _arm()
 
 
-def patch(force=False, source="keras_clone_fix.patch()"):
+def patch(force=None, source="keras_clone_fix.patch()"):
     """Import the installed families, patch the affected ones, wait for the
-    others; returns status()."""
+    others; returns status(). force=None: KERAS_CLONE_FIX_FORCE decides."""
     missing = []
     for family in FAMILIES:
         try:
@@ -438,7 +449,7 @@ def patch(force=False, source="keras_clone_fix.patch()"):
         _wait_for_the_rest()
         families = [family for family in FAMILIES if _imported(family)]
         if families:
-            _apply(families, force)
+            _apply(families, _forced(force))
         else:
             state.reason = "; ".join(missing)
         return status()
@@ -516,7 +527,7 @@ def restore_state(saved):
             saved.activated_by, saved.reason, saved.decisions)
         if saved.waiting:
             try:
-                _apply(arrived_since, _env_flag(FORCE, default=False))
+                _apply(arrived_since, _forced(None))
             except PatchError:
                 pass  # as the wait would have: those stay unpatched, said in reason
             _wait_for_the_rest()

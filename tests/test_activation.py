@@ -2,6 +2,7 @@
 
 import functools
 import importlib
+import json
 import sys
 import threading
 import types
@@ -185,6 +186,53 @@ def test_unrecognised_version_is_skipped_unless_forced(restore_fix_state, monkey
     status = keras_clone_fix.patch()
     assert not status.patched and "{!r} is not a release".format(custom) in status.reason
     assert keras_clone_fix.patch(force=True).patched
+
+
+# A fork's keras: the installed release, its version changed before the fix
+# sees it; then the way in named by argv[1]. Prints the status as JSON.
+CUSTOM_KERAS_THEN = """
+import json, sys
+import keras
+keras.__version__ += "-custom"
+import keras_clone_fix
+how = sys.argv[1]
+status = (keras_clone_fix.status() if how == "import" else
+          keras_clone_fix.patch(force=False) if how == "patch(force=False)" else
+          keras_clone_fix.patch())
+print(json.dumps(status.as_dict()))
+"""
+
+
+def custom_keras_then(how, env, python):
+    finished = run_python(["-c", CUSTOM_KERAS_THEN, how], env=env, python=python)
+    assert finished.returncode == 0, finished.stderr
+    return json.loads(finished.stdout.splitlines()[-1])
+
+
+ADVICE = "(set KERAS_CLONE_FIX_FORCE=1 to patch it anyway)"
+
+
+@patched_here
+@pytest.mark.parametrize("how, switch", [
+    ("import", None),           # automatic: the import of the package, after keras's
+    ("patch()", "0"),           # explicit: works with the automatic ways off
+])
+def test_force_variable_is_read_by_every_way_in(how, switch, python_without_pth):
+    forced = custom_keras_then(how, {"KERAS_CLONE_FIX": switch, "KERAS_CLONE_FIX_FORCE": "1"},
+                               python_without_pth)
+    assert forced["patched"] and "-custom' is not a release" in forced["reason"], forced
+    assert "forced" in forced["reason"] and ADVICE not in forced["reason"]
+    unforced = custom_keras_then(how, {"KERAS_CLONE_FIX": switch}, python_without_pth)
+    assert not unforced["patched"] and ADVICE in unforced["reason"], unforced
+
+
+@patched_here
+def test_force_false_overrides_the_variable_and_gives_no_advice_to_set_it(python_without_pth):
+    status = custom_keras_then("patch(force=False)",
+                               {"KERAS_CLONE_FIX": "0", "KERAS_CLONE_FIX_FORCE": "1"},
+                               python_without_pth)
+    assert not status["patched"] and ADVICE not in status["reason"], status
+    assert "force=False overrides KERAS_CLONE_FIX_FORCE=1" in status["reason"]
 
 
 @pytest.mark.skipif(KERAS is not None or installed("tensorflow"),

@@ -90,3 +90,32 @@ def test_fixture_restores_a_keras_first_imported_in_its_test(tmp_path, switch, a
     source = KERAS_IMPORTED_BY_THE_FIXTURE.replace("ACTIVE", repr(active))
     finished = run_pytest(tmp_path, source, env={"KERAS_CLONE_FIX": switch})
     assert "3 passed" in finished.stdout, finished.stdout + finished.stderr
+
+
+FORK_OF_THE_RELEASE = textwrap.dedent(u"""
+    import pytest
+
+
+    @pytest.fixture
+    def custom_keras():
+        import keras
+        release = keras.__version__
+        keras.__version__ = release + "-custom"  # a fork of the installed release
+        yield
+        keras.__version__ = release
+
+
+    def test_with_the_fixture(custom_keras, keras_clone_fix):
+        assert keras_clone_fix.patched is FORCED, keras_clone_fix.reason
+        assert ("set KERAS_CLONE_FIX_FORCE=1" in keras_clone_fix.reason) is not FORCED
+""")
+
+
+@affected_only
+@pytest.mark.parametrize("force", [None, "1"])
+def test_fixture_reads_the_force_variable(tmp_path, force):
+    """With the automatic ways off, as the fixture needs none of them."""
+    source = FORK_OF_THE_RELEASE.replace("FORCED", repr(force is not None))
+    finished = run_pytest(tmp_path, source,
+                          env={"KERAS_CLONE_FIX": "0", "KERAS_CLONE_FIX_FORCE": force})
+    assert "1 passed" in finished.stdout, finished.stdout + finished.stderr
