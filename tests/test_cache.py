@@ -2,13 +2,20 @@
 same function, on the real targets of the installed release."""
 
 import inspect
+import json
 import linecache
 import marshal
 import os
+import shutil
 import sys
 import textwrap
 
 import pytest
+
+try:
+    from shutil import which
+except ImportError:  # Python 2
+    from distutils.spawn import find_executable as which
 
 from conftest import RELEASE_TARGETS, run_python
 from keras_clone_fix import _activation, _cache, _fix, _rules, _runtime
@@ -207,3 +214,80 @@ def test_a_new_interpreter_patches_from_the_entries(tmp_path):
     assert [run.stdout.split() for run in runs] == [
         ["True", "True"], ["True", "False"]], runs[0].stderr + runs[1].stderr
     assert len(os.listdir(directory)) == len(TARGETS)
+
+
+# A later interpreter of a read-only install: imports the package (which
+# activates), tries to write beside it, imports keras (patched on arrival).
+LATER_INTERPRETER = """
+import json, os, sys
+import keras_clone_fix
+package = os.path.dirname(os.path.abspath(keras_clone_fix.__file__))
+try:
+    open(os.path.join(package, "written"), "w").close()
+    writable = True
+except (IOError, OSError):
+    writable = False
+import keras
+print(json.dumps({"package": package, "writable": writable,
+                  "patched": keras_clone_fix.status().patched,
+                  "built": "keras_clone_fix._rules" in sys.modules}))
+"""
+
+
+def installed_copy(tmp_path):
+    """A copy of the installed package, none of its builds stored, on a
+    PYTHONPATH of its own."""
+    import keras_clone_fix
+    site = tmp_path / "site"
+    shutil.copytree(os.path.dirname(os.path.abspath(keras_clone_fix.__file__)),
+                    str(site / "keras_clone_fix"), ignore=shutil.ignore_patterns("__pycache__"))
+    return str(site)
+
+
+def later_interpreter(site, python):
+    """LATER_INTERPRETER on the copy at `site`, made read-only first: by its
+    modes, and for root (whom modes do not stop) by a read-only bind mount
+    in a mount namespace of its own (unshare)."""
+    for directory, _, files in os.walk(site):
+        for name in [directory] + [os.path.join(directory, name) for name in files]:
+            os.chmod(name, os.stat(name).st_mode & ~0o222)
+    command = [python, "-c", LATER_INTERPRETER]
+    if os.getuid() == 0:
+        if not which("unshare"):
+            pytest.skip("root writes through modes: needs unshare for a read-only mount")
+        command = ["unshare", "-rm", "sh", "-c", 'mount --bind -o ro "$0" "$0" && exec "$@"',
+                   site] + command
+    finished = run_python(command[1:], python=command[0],
+                          env={"PYTHONPATH": site, "PYTHONDONTWRITEBYTECODE": None})
+    assert finished.returncode == 0, finished.stderr
+    report = json.loads(finished.stdout.splitlines()[-1])
+    assert report["package"].startswith(site) and not report["writable"], report
+    return report
+
+
+@pytest.fixture
+def restore_modes(tmp_path):
+    """pytest must be able to remove what later_interpreter made read-only."""
+    yield
+    for directory, _, _ in os.walk(str(tmp_path)):
+        os.chmod(directory, 0o755)
+
+
+def test_a_read_only_install_builds_in_every_interpreter(tmp_path, restore_modes,
+                                                         python_without_pth):
+    """What the self-check run once after installing saves them."""
+    report = later_interpreter(installed_copy(tmp_path), python_without_pth)
+    assert report["patched"] and report["built"], report
+
+
+def test_the_self_check_after_installing_stores_the_builds_for_a_read_only_install(
+        tmp_path, restore_modes, python_without_pth):
+    site = installed_copy(tmp_path)
+    stored = run_python(["-m", "keras_clone_fix"], python=python_without_pth,
+                        env={"PYTHONPATH": site, "PYTHONDONTWRITEBYTECODE": None})
+    assert stored.returncode == 0, stored.stdout + stored.stderr
+    entries = [name for name in os.listdir(os.path.join(site, "keras_clone_fix", "__pycache__"))
+               if name.endswith(".fixed")]
+    assert len(entries) == len(TARGETS), entries  # every target of every affected family
+    report = later_interpreter(site, python_without_pth)
+    assert report["patched"] and not report["built"], report
