@@ -1,0 +1,110 @@
+"""The README's sample outputs are what the commands print: each fenced block
+after a `<!-- sample: COMMAND -->` comment is compared with the output of
+COMMAND, run in the session the samples come from (keras 2.2.4 on
+TensorFlow 1.15.5, Python 3.7: tests(keras-2.2.4-tf-1.15)), paths, seconds
+and memory normalised. `check` runs on a model saved here with a two-output
+masking layer from the user's module `my_layers`, as the README tells.
+
+To rewrite the blocks with what the commands print now (after a change of
+the output), run this module with README_SAMPLES=write: see docs/testing.md.
+"""
+
+import io
+import os
+import re
+import shlex
+import sys
+
+import pytest
+
+import check_models
+from conftest import KERAS, TESTS, installed, run_python
+
+README = os.path.join(os.path.dirname(TESTS), "README.md")
+SAMPLE = re.compile(r"^<!-- sample: (.+?) -->\n+```\n(.*?)^```$", re.MULTILINE | re.DOTALL)
+PATH = re.compile(r"(?<![\w.])/[^\s'\",()]+")
+SECONDS = re.compile(r"\b\d+(?:\.\d+)? s\b")
+MEMORY = re.compile(r"\b\d[\d,]*(?:\.\d+)? (?:[KMG]i?B)\b")
+
+
+def pinned_session():
+    if KERAS != (2, 2, 4) or sys.version_info[:2] != (3, 7) or not installed("tensorflow"):
+        return False
+    import keras
+    import tensorflow
+    return tensorflow.__version__ == "1.15.5" and keras.backend.backend() == "tensorflow"
+
+
+pytestmark = pytest.mark.skipif(
+    not pinned_session(), reason="the README's samples are those of tests(keras-2.2.4-tf-1.15)")
+
+SAVE_THE_MODEL = """
+import keras
+import check_models
+import my_layers
+check_models.multi_output_masking(keras, my_layers.SplitOutputs).save("your_model.h5")
+"""
+
+
+def shown(text):
+    """Output as the README shows it: an absolute path as /path/to/NAME."""
+    return PATH.sub(lambda found: "/path/to/" + found.group(0).rstrip("/").split("/")[-1], text)
+
+
+def normalised(text):
+    return MEMORY.sub("N MB", SECONDS.sub("N s", PATH.sub("PATH", text)))
+
+
+def samples():
+    with io.open(README, encoding="utf-8") as read:
+        return SAMPLE.findall(read.read())
+
+
+@pytest.fixture(scope="module")
+def user_directory(tmp_path_factory):
+    """The user's directory: my_layers.py and your_model.h5."""
+    directory = str(tmp_path_factory.mktemp("user"))
+    with io.open(os.path.join(directory, "my_layers.py"), "w") as written:
+        written.write(check_models.CUSTOM_OBJECTS_MODULE.format(import_keras="import keras"))
+    saved = run_python(["-c", SAVE_THE_MODEL], cwd=directory,
+                       env={"PYTHONPATH": os.pathsep.join([directory, TESTS])})
+    assert saved.returncode == 0, saved.stderr
+    return directory
+
+
+def printed(command, directory):
+    """What COMMAND (python -m keras_clone_fix ...) prints on stdout, as shown."""
+    words = shlex.split(command)
+    assert words[:3] == ["python", "-m", "keras_clone_fix"], command
+    finished = run_python(words[1:], cwd=directory, env={"PYTHONPATH": directory})
+    return shown(finished.stdout)
+
+
+def rewrite(outputs):
+    """README.md with these outputs in its sample blocks, in order."""
+    with io.open(README, encoding="utf-8") as read:
+        text = read.read()
+    outputs = iter(outputs)
+    text = SAMPLE.sub(lambda found: found.group(0)[:found.start(2) - found.start(0)]
+                      + next(outputs) + "```", text)
+    with io.open(README, "w", encoding="utf-8") as written:
+        written.write(text)
+
+
+def test_the_readme_shows_samples_of_both_commands():
+    commands = [command for command, _ in samples()]
+    assert "python -m keras_clone_fix" in commands, commands
+    assert any(command.startswith("python -m keras_clone_fix check ") for command in commands)
+
+
+def test_readme_samples_are_what_the_commands_print(user_directory):
+    outputs = [(command, block, printed(command, user_directory))
+               for command, block in samples()]
+    if os.environ.get("README_SAMPLES") == "write":
+        rewrite([output for _, _, output in outputs])
+        return
+    wrong = ["README.md's block after <!-- sample: {} --> should be:\n```\n{}```".format(
+        command, output) for command, block, output in outputs
+        if normalised(block) != normalised(output)]
+    assert not wrong, "\n\n".join(wrong + [
+        "(README_SAMPLES=write rewrites them: see docs/testing.md)"])
