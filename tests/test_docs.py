@@ -221,6 +221,44 @@ def test_cli_commands_parse(capsys):
     assert not refused, "\n".join(refused)
 
 
+CLI_PAGE = os.path.join(ROOT, "docs", "cli.md")
+# The commands' sections of docs/cli.md, by heading, and their arguments.
+CLI_SECTIONS = {"The self-check": [], "`check MODEL_FILE`": ["check"]}
+OPTION = re.compile(r"(?<![\w-])(--?[A-Za-z][\w-]*)")
+
+
+def options_in_help(arguments, capsys):
+    """The options a command's --help lists: what argparse knows."""
+    from keras_clone_fix import _cli
+    capsys.readouterr()
+    try:
+        _cli.parse_arguments(arguments + ["--help"])
+    except SystemExit:
+        pass
+    listed = [line[2:].split("  ")[0] for line in capsys.readouterr().out.splitlines()
+              if line.startswith("  -")]
+    return set(option for line in listed for option in OPTION.findall(line))
+
+
+def options_documented(heading):
+    """The options in the first column of the tables of a section of docs/cli.md."""
+    section = re.search(r"^## {}\n(.*?)(?=^## |\Z)".format(re.escape(heading)),
+                        read(CLI_PAGE), re.MULTILINE | re.DOTALL).group(1)
+    cells = re.findall(r"^\| (`-[^|]*?) \|", section, re.MULTILINE)
+    return set(option for cell in cells for option in OPTION.findall(cell))
+
+
+def test_cli_page_documents_exactly_the_options_of_each_command(capsys):
+    differences = []
+    for heading, arguments in sorted(CLI_SECTIONS.items()):
+        known, documented = options_in_help(arguments, capsys), options_documented(heading)
+        assert known, "no options read from --help of {}".format(arguments)
+        differences += ["docs/cli.md, {}: {} {}".format(heading, option, why) for option, why in
+                        [(option, "is not documented") for option in sorted(known - documented)]
+                        + [(option, "is not an option") for option in sorted(documented - known)]]
+    assert not differences, "\n".join(differences)
+
+
 def test_wheel_file_names_carry_the_version():
     version = re.search(r'^__version__ = "(.+)"$',
                         read(os.path.join(ROOT, "keras_clone_fix", "__init__.py")),
