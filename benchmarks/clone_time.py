@@ -103,7 +103,8 @@ def compare(name, build, action=keras.models.clone_model, repeats=REPEATS):
 
 def python_calls(build, patched, action):
     """How many Python function calls `action` makes on a freshly built
-    model: unlike time, the same on every run."""
+    model: unlike time, independent of the machine's load (a clone's count
+    also depends on what Python's regular-expression cache holds)."""
     K.clear_session()
     model = build()
     (keras_clone_fix.patch if patched else keras_clone_fix.unpatch)()
@@ -126,8 +127,9 @@ def compare_calls(name, build, action):
         name, fixed, plain, fixed - plain, 100.0 * (fixed - plain) / plain))
 
 
-def scaling(sizes=(202, 302, 1002, 3002), repeats=5):
-    print("\nclone time by size, median of {} alternating runs:\n".format(repeats))
+def scaling(sizes=(202, 302, 3002), repeats=5):
+    print("\nclone time by size (chains of two-output Lambda layers; 1,002 layers are in the "
+          "first table), median of {} alternating runs:\n".format(repeats))
     print("| layers | patched | Keras' own | ratio | patched per layer |\n|---|---|---|---|---|")
     for size in sizes:
         fixed, plain = medians(lambda: split_graph(size), repeats)
@@ -171,19 +173,20 @@ def machine():
 
 def main():
     print(machine())
-    print("\nclone time, median of {} alternating runs:\n".format(REPEATS))
+    print("\nclone time, median of {} alternating runs ({} for the seq2seq-style graph):\n".format(
+        REPEATS, SEQ2SEQ_REPEATS))
     print("| model | patched | Keras' own | ratio |\n|---|---|---|---|")
     compare("ResNet50(weights=None)", resnet50)
     compare("1,002 layers, 500 two-output", lambda: split_graph(1002))
     compare("seq2seq-style, 302 layers, 120 LSTMs", seq2seq_graph, repeats=SEQ2SEQ_REPEATS)
-    print("\ncalling the model on a new Input (run_internal_graph), median of {}:\n".format(
-        REPEATS))
+    print("\ncalling the model on a new Input (run_internal_graph), median of {} ({} for the "
+          "seq2seq-style graph):\n".format(REPEATS, SEQ2SEQ_REPEATS))
     print("| model | patched | Keras' own | ratio |\n|---|---|---|---|")
     compare("ResNet50(weights=None)", resnet50, call_on_new_input)
     compare("1,002 layers, 500 two-output", lambda: split_graph(1002), call_on_new_input)
     compare("seq2seq-style, 302 layers, 120 LSTMs", seq2seq_graph, call_on_new_input,
             repeats=SEQ2SEQ_REPEATS)
-    print("\nPython function calls (sys.setprofile), the same on every run:\n")
+    print("\nPython function calls (sys.setprofile):\n")
     print("| ResNet50(weights=None) | patched | Keras' own | difference |\n|---|---|---|---|")
     compare_calls("clone_model", resnet50, keras.models.clone_model)
     compare_calls("called on a new Input", resnet50, call_on_new_input)

@@ -12,8 +12,8 @@ meanwhile. Other tools' wrappers are lived with: ours goes in right around
 Keras's original, under any wrapt proxies there, and comes out from under
 them; inside another tool's closure it can be found but not taken out.
 
-The wait for a family is not wrapt's post-import hook: importing wrapt costs
-20 - 95 ms, too much for every interpreter. It is the same idea in a few
+The wait for a family is not wrapt's post-import hook: that would import
+wrapt in every interpreter, at start. It is the same idea in a few
 lines: the package's `sys.meta_path` finder answers only for the families;
 on Python 3, watch() lets the other finders find the family and hands back
 its spec with a loader that calls arrived() once the family's `__init__`

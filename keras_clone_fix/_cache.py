@@ -13,9 +13,7 @@ Python, another version of this package or a function put in the target's
 place by another tool all miss, and the full build (every rule, the
 source-to-bytecode check) runs again. The running code, compared whole, is
 what makes a stale build impossible; the file's size and time stand for its
-text, as for Python's own .pyc (reading and comparing the text cost half a
-warm patch() on TensorFlow 1.5). Nothing is hashed: hashing the texts cost
-more than comparing them.
+text, as for Python's own .pyc: the text is neither read back nor hashed.
 
 Entries live in the package's own __pycache__, one file per function
 (module.qualname) and Python, rewritten when it misses: a handful of files

@@ -218,9 +218,9 @@ class OneMaskPerOutput(Rule):
     """`layer.compute_mask(...)` -> `one_mask_per_output(layer.compute_mask(...), output_tensors)`.
 
     `run_internal_graph` calls `layer.call` directly, so it must expand a
-    single mask itself as `Layer.__call__` does. 2.0.x kept one mask and
-    dropped the other outputs (`Could not compute output`); 2.1 - 2.3.1
-    expand None only and raise `Layers should have equal number of output
+    single mask itself as `Layer.__call__` does. Up to 2.1.5 it kept one
+    mask and dropped the other outputs (`Could not compute output`); 2.1.6 -
+    2.3.1 expand None only and raise `Layers should have equal number of output
     tensors and output masks` for one real mask.
     """
 

@@ -18,8 +18,8 @@ patch in a chain they call runs; patch() raises exactly where ours cannot
 go in; unpatch() warns exactly where ours stays; and a fixture's exit put
 back the very objects that were there at its enter.
 
-ACTIVATION_SEQUENCES (default 20; each sequence a fresh interpreter: 30 took
-142 s of a 270 s TensorFlow 1.10 session) and ACTIVATION_STEPS (default 10) bound it;
+ACTIVATION_SEQUENCES (default 20; each sequence a fresh interpreter, the
+largest part of a session's time) and ACTIVATION_STEPS (default 10) bound it;
 `nox -s activation-model` runs 300. Hypothesis makes its first sequences of
 the simplest events (about one in ten of the first hundred), so much fewer
 than 20 would test little.

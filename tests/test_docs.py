@@ -259,6 +259,44 @@ def test_cli_page_documents_exactly_the_options_of_each_command(capsys):
     assert not differences, "\n".join(differences)
 
 
+FIGURE_PAGES = [os.path.join(ROOT, "docs", name) for name in ("costs.md", "testing.md")]
+# A cell that is a measured figure: a number with a unit, or with thousands separators.
+FIGURE = re.compile(r"\d(?:[\d,]*\d)?(?:\.\d+)? ?(?:s|ms|MB|MiB|GB|%|minutes)\b|\d{1,3}(?:,\d{3})+")
+MEASURING_COMMAND = re.compile(r"`bash \.ci/run -s ([^`]+)`|benchmarks/(\w+\.py)|"
+                               r"```sh\n(?:.*\n)*?bash \.ci/run -s (\S+)")
+DATE = re.compile(r"\b20\d\d-\d\d-\d\d\b")
+
+
+def figure_tables(path):
+    """(the text of its section before it, the table) of each table of the
+    page with a figure in a cell outside its header row."""
+    found = []
+    for section in re.split(r"^#{1,6} ", read(path), flags=re.MULTILINE):
+        for table in re.finditer(r"(?:^\|.*\n?)+", section, re.MULTILINE):
+            body = table.group(0).splitlines()[2:]
+            if any(FIGURE.search(cell) for row in body for cell in row.split("|")):
+                found.append((section[:table.start()], table.group(0)))
+    return found
+
+
+def test_each_figure_table_names_the_command_that_prints_it_and_its_date():
+    sessions = nox_sessions()
+    wrong = []
+    for page in FIGURE_PAGES:
+        for before, table in figure_tables(page):
+            commands = MEASURING_COMMAND.findall(before)
+            named = [session or sh_session for session, _, sh_session in commands
+                     if session or sh_session] + [script for _, script, _ in commands if script]
+            if not named or not DATE.search(before):
+                wrong.append("{}: no command and date before the table {}".format(
+                    relative(page), table.splitlines()[0]))
+            wrong += ["{}: {} is neither a nox session nor a script in benchmarks/".format(
+                relative(page), name) for name in named
+                if name not in sessions and not os.path.exists(os.path.join(ROOT, "benchmarks",
+                                                                           name))]
+    assert not wrong, "\n".join(wrong)
+
+
 def test_wheel_file_names_carry_the_version():
     version = re.search(r'^__version__ = "(.+)"$',
                         read(os.path.join(ROOT, "keras_clone_fix", "__init__.py")),
