@@ -17,7 +17,6 @@ import sys
 
 import pytest
 
-import check_models
 from conftest import KERAS, TESTS, installed, run_python
 
 README = os.path.join(os.path.dirname(TESTS), "README.md")
@@ -63,6 +62,7 @@ def samples():
 @pytest.fixture(scope="module")
 def user_directory(tmp_path_factory):
     """The user's directory: my_layers.py and your_model.h5."""
+    import check_models  # numpy: only where keras is, after the skip
     directory = str(tmp_path_factory.mktemp("user"))
     with io.open(os.path.join(directory, "my_layers.py"), "w") as written:
         written.write(check_models.CUSTOM_OBJECTS_MODULE.format(import_keras="import keras"))
