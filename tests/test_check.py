@@ -215,12 +215,13 @@ def test_an_application_model_in_words(tmp_path):
     assert progress[-1].startswith("check: done in ")
 
 
-# --- bad input: one clear line, exit status 2 --------------------------------
+# --- bad input: one clear line, exit status 2, the JSON says so ---------------
 
 def assert_bad_input(checked, *words):
     code, report, stderr = checked
-    assert code == 2 and report is None
-    assert stderr.startswith("python -m keras_clone_fix check: ") and "Traceback" not in stderr
+    assert code == 2 and report is not None, stderr
+    assert report["ok"] is False and report["model"] and report["keras_clone_fix"]
+    assert stderr == "python -m keras_clone_fix check: {}\n".format(report["error"])
     for word in words:
         assert word in stderr, stderr
 
