@@ -260,8 +260,22 @@ def _positive(text):
     return value
 
 
+class _CheckParser(argparse.ArgumentParser):
+    """check's parser: asked for --json, a bad command line still gets its
+    JSON report on stdout (ok false, the error) beside argparse's usage."""
+
+    wants_json = False
+
+    def error(self, message):
+        if self.wants_json:
+            report = _header()
+            report.update([("ok", False), ("error", message)])
+            print(_report.as_json(report))
+        argparse.ArgumentParser.error(self, message)
+
+
 def _check_parser():
-    parser = argparse.ArgumentParser(
+    parser = _CheckParser(
         prog="python -m keras_clone_fix check",
         description="Check a saved model: whether this Keras breaks rebuilding it (clone_model, "
                     "nesting, shared calls, multi_gpu_model), and that keras-clone-fix "
@@ -303,7 +317,9 @@ def parse_arguments(argv=None):
     Exits with status 2 on bad arguments, as argparse does."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["check"]:
-        arguments = _check_parser().parse_args(argv[1:])
+        parser = _check_parser()
+        parser.wants_json = "--json" in argv
+        arguments = parser.parse_args(argv[1:])
         arguments.command = "check"
         return arguments
     parser = argparse.ArgumentParser(

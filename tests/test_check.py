@@ -286,4 +286,12 @@ def test_misuse(options):
     finished = run_python(["-m", "keras_clone_fix", "check"] + options
                           + (["model.h5"] if options else []))
     assert finished.returncode == 2 and "usage: python -m keras_clone_fix check" in \
-        finished.stderr
+        finished.stderr and finished.stdout == ""
+
+
+def test_misuse_with_json_still_prints_json():
+    finished = run_python(["-m", "keras_clone_fix", "check", "model.h5", "--json", "--batch", "0"])
+    report = json.loads(finished.stdout)
+    assert finished.returncode == 2 and report["ok"] is False
+    assert report["error"] == "argument --batch: '0' is not a positive integer"
+    assert report["error"] in finished.stderr
