@@ -128,7 +128,9 @@ def word_level_decoder(keras, latent_dim=8):
 
 
 def cannot_predict(keras):
-    """A model that no made input fits: a Reshape to a size its input cannot
-    have (its input's length is unknown until it runs)."""
+    """A model that no made input fits: its Embedding says 7 time steps
+    (input_length), which its Dense's weights are sized for, while its
+    input's length is unknown until it runs (made inputs have 8)."""
     x = keras.layers.Input(shape=(None,))
-    return keras.models.Model(x, keras.layers.Dense(2)(keras.layers.Reshape((7,))(x)))
+    embedded_tokens = keras.layers.Embedding(VOCABULARY, 2, input_length=7)(x)
+    return keras.models.Model(x, keras.layers.Dense(2)(keras.layers.Flatten()(embedded_tokens)))
