@@ -4,8 +4,8 @@
 keras nor TensorFlow (h5py reads an HDF5 file's attributes): what the file
 says about itself (the Keras that saved it, the code its Lambda layers
 hold) is known before anything from it runs. `load` runs in a side's
-interpreter. Every input that cannot
-be used raises BadInput with one line naming what is wrong.
+interpreter. Every input that cannot be used raises BadInput with one line
+naming what is wrong.
 """
 
 import binascii

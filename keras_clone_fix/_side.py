@@ -84,8 +84,8 @@ def run_checks(family, make_model, batch=4, timesteps=8, seed=0, reference=None,
 
 def known_facts(family):
     """The family's facts where it was imported already, else its name."""
-    if (KERAS if family == KERAS else "tensorflow") not in sys.modules:
-        return {"family": family}
+    if ("keras" if family == KERAS else "tensorflow") not in sys.modules:
+        return collections.OrderedDict([("family", family)])
     return facts(family, family_module(family))
 
 
@@ -149,7 +149,8 @@ def main(request_path):
             numpy.savez(request["reference"], *predictions)
         progress("finished in {:.1f} s{}".format(time.time() - started, _peak_memory()))
     except BadInput as error:
-        side = dict(known_facts(request["family"]), bad_input=str(error))
+        side = known_facts(request["family"])
+        side["bad_input"] = str(error)
     with open(request["result"], "w") as opened:
         json.dump(side, opened)
 
