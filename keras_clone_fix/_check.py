@@ -136,6 +136,41 @@ def risks(keras, model):
 
 # --- inputs -----------------------------------------------------------------
 
+# Layers whose outputs hold their inputs' values (reshaped, repeated, some
+# zeroed): token ids fed through them still reach what follows as token ids.
+PASS_VALUES_ON = ("Dropout", "SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D",
+                  "GaussianNoise", "GaussianDropout", "AlphaDropout", "ActivityRegularization",
+                  "Masking", "Reshape", "Permute", "Flatten", "RepeatVector", "Cropping1D")
+
+
+def calls_on(model, tensor):
+    """(layer, node, position of `tensor` among the node's inputs) of every
+    call in `model`'s graph that takes `tensor`."""
+    for layer in model.layers:
+        for node in inbound_nodes(layer):
+            for position, item in enumerate(as_list(getattr(node, "input_tensors", None))):
+                if item is tensor and layer is not getattr(tensor, "_keras_history", [None])[0]:
+                    yield layer, node, position
+
+
+def token_limit(keras, model, tensor):
+    """The smallest input_dim of the Embeddings that `tensor` reaches in
+    `model` (directly, through layers that pass values on, inside wrappers
+    and nested models), or None where it reaches none."""
+    limits = []
+    for layer, node, position in calls_on(model, tensor):
+        inner = getattr(layer, "layer", layer)  # TimeDistributed, Bidirectional
+        if isinstance(inner, keras.layers.Embedding):
+            limits.append(inner.input_dim)
+        elif is_model(keras, layer):
+            limits.append(token_limit(keras, layer, as_list(layer.inputs)[position]))
+        elif type(inner).__name__ in PASS_VALUES_ON:
+            limits += [token_limit(keras, model, output)
+                       for output in as_list(node.output_tensors)]
+    limits = [limit for limit in limits if limit is not None]
+    return min(limits) if limits else None
+
+
 def embedding_sizes(keras, model):
     return [layer.input_dim for _, layer in all_layers(keras, model)
             if isinstance(layer, keras.layers.Embedding)]
@@ -155,10 +190,13 @@ def lengths(batch, steps, reverse, shift):
 
 
 def make_inputs(keras, model, batch, timesteps, seed, reverse=False):
-    """Arrays for the model's inputs: token ids below every Embedding's
-    input_dim for integer inputs, normal values for float ones; time steps
-    past each row's length are 0 (integers: padding for mask_zero) or the
-    Masking layer's mask_value (floats)."""
+    """Arrays for the model's inputs. An input that reaches an Embedding
+    gets token ids in [1, input_dim) whatever dtype it declares (a float32
+    `Input(shape=(None,))` is how Keras's word-level seq2seq example feeds
+    its Embedding); other integer inputs token ids below every Embedding's
+    input_dim; float ones normal values. Time steps past each row's length
+    are 0 (token ids: padding for mask_zero) or the Masking layer's
+    mask_value (floats)."""
     import numpy  # here, not at the top: the self-check runs where numpy is not installed
     random = numpy.random.RandomState(seed)
     vocabulary = min(embedding_sizes(keras, model) or [10])
@@ -168,8 +206,10 @@ def make_inputs(keras, model, batch, timesteps, seed, reverse=False):
         shape = [batch] + [timesteps if size is None else size
                            for size in keras.backend.int_shape(tensor)[1:]]
         dtype = keras.backend.dtype(tensor)
-        if "int" in dtype:
-            array = random.randint(1, max(vocabulary, 2), size=shape).astype(dtype)
+        limit = token_limit(keras, model, tensor)
+        if limit is not None or "int" in dtype:
+            array = random.randint(1, max(limit or vocabulary, 2), size=shape).astype(
+                dtype if "int" in dtype or "float" in dtype else "int32")
             padding = 0
         else:
             array = random.normal(size=shape).astype(dtype if "float" in dtype else "float32")
@@ -397,12 +437,18 @@ def simulate_two_gpus(keras):
         tensorflow.config.set_soft_device_placement(True)
 
 
-def check_model(keras, model, batch=4, timesteps=8, seed=0, reference=None, progress=None):
-    """(risks, {check name: result}, the model's predictions) of a model
-    built or loaded in this interpreter; `reference`: the predictions the
-    `load` check compares with."""
-    inputs = make_inputs(keras, model, batch, timesteps, seed)
-    other_inputs = make_inputs(keras, model, batch, timesteps, seed + 1, reverse=True)
+def check_model(keras, model, batch=4, timesteps=8, seed=0, reference=None, progress=None,
+                given=None):
+    """(risks, {check name: result}, the model's predictions, the inputs'
+    shapes) of a model built or loaded in this interpreter; `reference`: the
+    predictions the `load` check compares with; `given`: the user's arrays
+    for the model's inputs, else they are made from its inputs."""
+    if given is None:
+        inputs = make_inputs(keras, model, batch, timesteps, seed)
+        other_inputs = make_inputs(keras, model, batch, timesteps, seed + 1, reverse=True)
+    else:  # the rows in reverse order: another call, other masks
+        inputs, other_inputs = given, [array[::-1] for array in given]
+    shapes = [list(array.shape) for array in inputs]
     found = risks(keras, model)
     try:
         checks = Checks(keras, model, inputs, other_inputs, reference)
@@ -410,5 +456,5 @@ def check_model(keras, model, batch=4, timesteps=8, seed=0, reference=None, prog
         results = collections.OrderedDict(
             (name, result(UNAVAILABLE, "not run: the model cannot predict")) for name in CHECKS)
         results["load"] = error_result(error)
-        return found, results, None
-    return found, checks.run(progress), checks.expected
+        return found, results, None, shapes
+    return found, checks.run(progress), checks.expected, shapes

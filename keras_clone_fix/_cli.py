@@ -146,10 +146,22 @@ def _print_error(message):
     sys.stderr.write("python -m keras_clone_fix check: {}\n".format(message))
 
 
+def _failed(arguments, message, known, code):
+    """Exit `code` with the message on stderr; with --json, stdout still
+    holds the report: ok false, the error, and what was known."""
+    _print_error(message)
+    if arguments.json:
+        report = _header()
+        report.update([("ok", False), ("error", message), ("model", arguments.model_file)])
+        report.update((key, value) for key, value in known.items() if key not in report)
+        print(_report.as_json(report))
+    return code
+
+
 def _weights_text(arguments, file_format):
     if arguments.weights:
         return "weights from " + arguments.weights
-    if file_format == "hdf5":
+    if file_format != "json":
         return "weights from the model file"
     return "the model's initial weights: the JSON has none (give --weights FILE)"
 
@@ -173,17 +185,20 @@ def run_check(arguments):
             sys.stderr.write("check: {}\n".format(text))
             sys.stderr.flush()
 
-    file_format, saved_by = _model_file.inspect_file(arguments.model_file, arguments.weights)
-    family = arguments.family or saved_by or (KERAS if installed("keras") else TF_KERAS)
+    about = _model_file.inspect_file(arguments.model_file, arguments.weights)
+    _model_file.refuse_code(arguments.model_file, about["code_layers"], arguments.no_safe_mode)
+    file_format = about["format"]
+    family = arguments.family or about["saved_by"] or (KERAS if installed("keras") else TF_KERAS)
     package = "keras" if family == KERAS else "tensorflow"
     if not installed(package):
         raise _model_file.BadInput("{}: {} loads this model, but {} is not installed".format(
-            arguments.model_file, family, package))
+            arguments.model_file, family, package), {"family": family})
     scratch = tempfile.mkdtemp(prefix="keras-clone-fix-check-")
     try:
         request = dict(
             model_file=os.path.abspath(arguments.model_file), format=file_format, family=family,
-            custom_objects=arguments.custom_objects,
+            custom_objects=arguments.custom_objects, keras_version=about["keras_version"],
+            inputs=arguments.inputs and os.path.abspath(arguments.inputs),
             weights=arguments.weights and os.path.abspath(arguments.weights),
             batch=arguments.batch, timesteps=arguments.timesteps, seed=arguments.seed,
             reference=os.path.join(scratch, "reference.npz"),
@@ -199,18 +214,38 @@ def run_check(arguments):
                                   lambda text: progress("{}: {}".format(heading, text)))
             if "bad_input" in side:
                 if fix:
-                    raise _model_file.BadInput(side["bad_input"])
+                    raise _model_file.BadInput(side.pop("bad_input"), side)
                 side = _not_loaded(sides[_report.PATCHED], side["bad_input"])
             sides[name] = side
+            if fix and side["checks"]["load"]["result"] in _check.FAILED:
+                break  # it cannot predict: no check can say anything
         sides = collections.OrderedDict(
             (name, sides[name]) for name in (_report.UNPATCHED, _report.PATCHED) if name in sides)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     report = _header()
-    report.update(_report.section(arguments.model_file,
-                                  _weights_text(arguments, file_format), sides))
+    report.update(_report.section(arguments.model_file, _weights_text(arguments, file_format),
+                                  sides, arguments.inputs or _report.MADE_INPUTS))
     progress("done in {:.1f} s".format(time.time() - started))
+    _refuse_without_predictions(arguments, report)
     return report, WORKS if report["ok"] else FAILS
+
+
+def _refuse_without_predictions(arguments, report):
+    """BadInput where the model could not predict on the inputs: then no
+    check ran, and a verdict would say nothing."""
+    load = report["checks"]["load"][_report.PATCHED]
+    if load["result"] not in _check.FAILED:
+        return
+    inputs = "the arrays of " + arguments.inputs if arguments.inputs else \
+        "inputs made from its input shapes and dtypes ({})".format(
+            ", ".join(_report.shape_text(shape) for shape in report["inputs"]["shapes"]))
+    raise _model_file.BadInput(
+        "{}: no check ran: the model cannot predict on {}: {}; give it inputs it can take "
+        "with --inputs FILE.npz (one array per input, by input name or arr_0, arr_1 ... in "
+        "input order)".format(arguments.model_file, inputs, load["detail"]),
+        collections.OrderedDict((key, value) for key, value in report.items()
+                                if key != "summary"))
 
 
 # --- arguments ----------------------------------------------------------------
@@ -225,8 +260,22 @@ def _positive(text):
     return value
 
 
+class _CheckParser(argparse.ArgumentParser):
+    """check's parser: asked for --json, a bad command line still gets its
+    JSON report on stdout (ok false, the error) beside argparse's usage."""
+
+    wants_json = False
+
+    def error(self, message):
+        if self.wants_json:
+            report = _header()
+            report.update([("ok", False), ("error", message)])
+            print(_report.as_json(report))
+        argparse.ArgumentParser.error(self, message)
+
+
 def _check_parser():
-    parser = argparse.ArgumentParser(
+    parser = _CheckParser(
         prog="python -m keras_clone_fix check",
         description="Check a saved model: whether this Keras breaks rebuilding it (clone_model, "
                     "nesting, shared calls, multi_gpu_model), and that keras-clone-fix "
@@ -249,7 +298,16 @@ def _check_parser():
                         help="length of the inputs' unknown dimensions (default 8)")
     parser.add_argument("--seed", type=int, default=0, metavar="N",
                         help="seed of the inputs (default 0)")
-    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--inputs", metavar="FILE.npz",
+                        help="the model's inputs (numpy.savez): one array per input, by input "
+                             "name or arr_0, arr_1 ... in input order (default: made from the "
+                             "model's input shapes and dtypes, token ids for Embeddings)")
+    parser.add_argument("--no-safe-mode", action="store_true",
+                        help="load a file whose Lambda layers hold Python code, which loading "
+                             "runs (by default such a file is refused, as Keras's safe_mode "
+                             "does)")
+    parser.add_argument("--json", action="store_true",
+                        help="print the report as JSON, at every exit status")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     return parser
 
@@ -259,7 +317,9 @@ def parse_arguments(argv=None):
     Exits with status 2 on bad arguments, as argparse does."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["check"]:
-        arguments = _check_parser().parse_args(argv[1:])
+        parser = _check_parser()
+        parser.wants_json = "--json" in argv
+        arguments = parser.parse_args(argv[1:])
         arguments.command = "check"
         return arguments
     parser = argparse.ArgumentParser(
@@ -279,11 +339,9 @@ def main(argv=None):
         try:
             report, code = run_check(arguments)
         except _model_file.BadInput as error:
-            _print_error(error)
-            return USAGE
+            return _failed(arguments, str(error), error.known, USAGE)
         except _side.SideFailed as error:
-            _print_error("{}\n{}".format(error, _report.REPORT_A_BUG))
-            return FAILS
+            return _failed(arguments, "{}\n{}".format(error, _report.REPORT_A_BUG), {}, FAILS)
     else:
         report, code = self_check()
     if arguments.json:

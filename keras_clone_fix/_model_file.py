@@ -1,27 +1,42 @@
 """A user's MODEL_FILE: what it is, which family saved it, and loading it.
 
 `inspect_file` runs in the `check` command's own process and needs neither
-keras nor TensorFlow (h5py, where installed, reads an HDF5 file's
-attributes). `load` runs in a side's interpreter. Every input that cannot
-be used raises BadInput with one line naming what is wrong.
+keras nor TensorFlow (h5py reads an HDF5 file's attributes): what the file
+says about itself (the Keras that saved it, the code its Lambda layers
+hold) is known before anything from it runs. `load` runs in a side's
+interpreter. Every input that cannot be used raises BadInput with one line
+naming what is wrong.
 """
 
+import binascii
+import codecs
 import importlib
 import inspect
 import io
 import json
 import os
+import platform
 import re
+import sys
+import zipfile
 
+from keras_clone_fix._affected import api_version, parse_version
 from keras_clone_fix._check import release_name
 
 HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+ZIP_SIGNATURE = b"PK\x03\x04"
+STRINGS = (str, type(u""))  # Python 2's json gives unicode
 KERAS, TF_KERAS = "keras", "tf.keras"
 UNKNOWN = re.compile(r"Unknown (\w+): ?'?([\w.]+)")
 
 
 class BadInput(Exception):
-    """The command was given something it cannot use: str(error) says what."""
+    """The command was given something it cannot use: str(error) says what;
+    `known`: what was learnt before (the report's facts), for --json."""
+
+    def __init__(self, message, known=None):
+        Exception.__init__(self, message)
+        self.known = known or {}
 
 
 def _readable(path, what):
@@ -34,24 +49,46 @@ def _readable(path, what):
         raise BadInput("{} {}: cannot be read ({})".format(what, path, error.strerror or error))
 
 
-def _hdf5_keras_version(path):
-    """The HDF5 file's keras_version, '' if it has none; None if h5py is missing."""
+def _text(value):
+    return value.decode("utf-8") if isinstance(value, bytes) else value
+
+
+def _hdf5_facts(path):
+    """(keras_version, backend, config) of a model saved with model.save()."""
     try:
         import h5py
     except ImportError:
-        return None
+        raise BadInput("{}: reading an HDF5 model file needs h5py, which is not installed (Keras "
+                       "needs it too)".format(path))
     try:
         with h5py.File(path, "r") as opened:
             if "model_config" not in opened.attrs:
                 raise BadInput("{} is an HDF5 file but not a Keras model saved with model.save() "
                                "(it has no model_config)".format(path))
-            version = opened.attrs.get("keras_version", b"")
+            attributes = dict((key, _text(opened.attrs.get(key, "")))
+                              for key in ("keras_version", "backend", "model_config"))
     except (IOError, OSError) as error:
         raise BadInput("{} cannot be read as HDF5: {}".format(path, error))
-    return version.decode("utf-8") if isinstance(version, bytes) else str(version)
+    try:
+        config = json.loads(attributes["model_config"])
+    except ValueError:
+        config = None
+    return attributes["keras_version"], attributes["backend"], config
 
 
-def _json_keras_version(path):
+def _keras_archive_facts(path):
+    """(keras_version, backend, config) of a Keras 3 `.keras` file (a zip)."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            metadata = json.loads(_text(archive.read("metadata.json")))
+            config = json.loads(_text(archive.read("config.json")))
+    except (KeyError, ValueError, zipfile.BadZipfile):
+        raise BadInput("{} is a zip file but not a Keras model saved with model.save() (it has no "
+                       "metadata.json and config.json)".format(path))
+    return str(metadata.get("keras_version", "")), "", config
+
+
+def _json_facts(path):
     try:
         with io.open(path, encoding="utf-8") as opened:
             config = json.load(opened)
@@ -61,20 +98,117 @@ def _json_keras_version(path):
     if not (isinstance(config, dict) and "class_name" in config and "config" in config):
         raise BadInput("{} is JSON but not a Keras model (no class_name and config: give what "
                        "model.to_json() returns)".format(path))
-    return str(config.get("keras_version", ""))
+    return str(config.get("keras_version", "")), str(config.get("backend", "")), config
 
 
 def inspect_file(path, weights=None):
-    """(format: "hdf5" | "json", the family that saved it or None)."""
+    """What the file says about itself, read without keras: {"format":
+    "hdf5" | "keras" | "json", "keras_version", "backend", "saved_by": the
+    family that saved it or None, "code_layers": [(Lambda layer name, the
+    major Python that marshalled its code)]}."""
     if weights is not None:
         _readable(weights, "--weights")
-    if _readable(path, "model file") == HDF5_SIGNATURE:
-        file_format, version = "hdf5", _hdf5_keras_version(path)
+    signature = _readable(path, "model file")
+    if signature == HDF5_SIGNATURE:
+        file_format, facts = "hdf5", _hdf5_facts(path)
+    elif signature.startswith(ZIP_SIGNATURE):
+        file_format, facts = "keras", _keras_archive_facts(path)
     else:
-        file_format, version = "json", _json_keras_version(path)
-    if not version:
-        return file_format, None
-    return file_format, TF_KERAS if version.endswith("-tf") else KERAS
+        file_format, facts = "json", _json_facts(path)
+    version, backend, config = str(facts[0]), str(facts[1]), facts[2]
+    saved_by = None
+    if version:
+        saved_by = TF_KERAS if version.endswith("-tf") else KERAS
+    return {"format": file_format, "keras_version": version, "backend": backend,
+            "saved_by": saved_by, "code_layers": code_layers(config)}
+
+
+# --- what would run code from the file ---------------------------------------
+
+def _marshalled_by(code):
+    """2 or 3: the major Python whose marshal wrote `code` (a Lambda's
+    function as keras's func_dump stores it: base64, or before keras 2.1
+    raw_unicode_escape), None if it is not marshalled code. Python 3.4+
+    marks a code object's type byte ('c') with FLAG_REF (0x80); Python 2
+    never does."""
+    try:
+        raw = codecs.decode(code.encode("ascii"), "base64")
+    except (UnicodeError, binascii.Error, ValueError):
+        raw = code.encode("raw_unicode_escape")
+    first = bytearray(raw[:1])
+    if not first or first[0] & 0x7f != ord("c"):
+        return None
+    return 3 if first[0] & 0x80 else 2
+
+
+def _held_code(layer_config):
+    """The marshalled code strings of a Lambda's config: its function,
+    output_shape and mask where their type is "lambda" (keras 2, tf.keras),
+    or a Keras 3 "__lambda__" object."""
+    for key in ("function", "output_shape", "mask"):
+        value = layer_config.get(key)
+        if isinstance(value, dict) and value.get("class_name") == "__lambda__":
+            yield value.get("config", {}).get("code", "")
+        elif layer_config.get(key + "_type") == "lambda" and isinstance(value, (list, tuple)) \
+                and value and isinstance(value[0], STRINGS):
+            yield value[0]
+
+
+def code_layers(config):
+    """[(name, Python major or None)] of the Lambda layers of a model config
+    (nested models and wrappers included) that hold Python code."""
+    found = []
+    if isinstance(config, dict):
+        layer_config = config.get("config")
+        if config.get("class_name") == "Lambda" and isinstance(layer_config, dict):
+            codes = list(_held_code(layer_config))
+            if codes:
+                pythons = [_marshalled_by(code) for code in codes]
+                found.append((str(layer_config.get("name", "?")),
+                              max(python or 0 for python in pythons) or None))
+        for value in config.values():
+            found += code_layers(value)
+    elif isinstance(config, list):
+        for value in config:
+            found += code_layers(value)
+    return found
+
+
+def refuse_code(path, layers, run_code):
+    """BadInput where loading the file would run code it holds: unless the
+    user allows it (--no-safe-mode), as Keras's own safe_mode refuses; or
+    where another major Python marshalled it, which this one cannot load."""
+    running = sys.version_info[0]
+    foreign = [(name, python) for name, python in layers if python and python != running]
+    if foreign:
+        name, python = foreign[0]
+        raise BadInput("{}: Lambda layer {} holds code marshalled by Python {}, which Python {} "
+                       "cannot load: check it with Python {}{}".format(
+                           path, name, python, platform.python_version(),
+                           "2.7" if python == 2 else "3",
+                           "" if run_code else " and --no-safe-mode"))
+    if layers and not run_code:
+        names = [name for name, _ in layers]
+        raise BadInput("{}: not loaded, as its Lambda layer{} {} hold{} Python code that loading "
+                       "would run; give --no-safe-mode if you trust the file".format(
+                           path, "s" if len(names) > 1 else "", ", ".join(names),
+                           "" if len(names) > 1 else "s"))
+
+
+def refuse_later_release(keras, path, version):
+    """BadInput where the file names a later Keras than `keras` that this
+    one cannot read: Keras 2.4 and later, tf.keras of TensorFlow 2 (2.2's
+    wrote '2.3.0-tf', 2.3 on '2.4.0' and up), Keras 3."""
+    version = str(version)
+    saved = parse_version(version, leading=True)
+    if saved is None or not (saved >= (2, 4) or version.endswith("-tf") and saved >= (2, 3)):
+        return
+    if saved <= api_version(keras):
+        return
+    raise BadInput("{} was saved by Keras {} (its keras_version: Keras 2.4 or later, tf.keras of "
+                   "TensorFlow 2, or Keras 3), which {} cannot read; those releases are not "
+                   "affected by the bugs keras-clone-fix fixes: check the model where it was "
+                   "saved, not here".format(path, version, release_name(keras)))
 
 
 def custom_objects(specs):

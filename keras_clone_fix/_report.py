@@ -11,6 +11,7 @@ UNPATCHED, PATCHED = "unpatched", "patched"
 HEADINGS = {UNPATCHED: "without the fix", PATCHED: "with keras-clone-fix"}
 FAMILY_FACTS = ("family", "keras", "backend", "tensorflow", "affected", "reason")
 CELL = 46
+MADE_INPUTS = "made from the model's inputs"
 REPORT_A_BUG = ("that is a bug of keras-clone-fix: please report it on its issue tracker, "
                 "with the output of --json attached")
 
@@ -80,12 +81,20 @@ def summary(section):
            "the model's predictions too.".format(name, every)
 
 
-def section(model, weights, sides):
+def shape_text(shape):
+    return "({})".format(", ".join(str(size) for size in shape) + ("," if len(shape) == 1 else ""))
+
+
+def section(model, weights, sides, inputs=MADE_INPUTS):
     """The report of one model: `sides` maps UNPATCHED / PATCHED to a
     side's result (_side.run_checks); the facts and risks are the patched
-    side's: loaded without the fix, a model may be changed already."""
+    side's: loaded without the fix, a model may be changed already.
+    `inputs`: where the inputs came from (the user's file, or MADE_INPUTS)."""
     first = sides.get(PATCHED) or list(sides.values())[0]
     made = collections.OrderedDict([("model", model), ("weights", weights)])
+    if "inputs" in first:
+        made["inputs"] = collections.OrderedDict([("source", inputs),
+                                                  ("shapes", first["inputs"])])
     made.update((key, first[key]) for key in FAMILY_FACTS if key in first)
     made["risks"] = first["risks"]
     made["checks"] = collections.OrderedDict(
@@ -110,9 +119,14 @@ def _cell(outcome):
 def text(made):
     """The section as lines for people."""
     backend = " (backend {})".format(made["backend"]) if made.get("backend") else ""
-    lines = ["model: {} ({})".format(made["model"], made["weights"]), made["reason"] + backend,
-             "at risk:" if made["risks"] else
-             "at risk: nothing in this model is at risk of these bugs (checked anyway)"]
+    lines = ["model: {} ({})".format(made["model"], made["weights"]), made["reason"] + backend]
+    if "inputs" in made:
+        lines.append("inputs: {}, shapes {}".format(
+            made["inputs"]["source"] if made["inputs"]["source"] == MADE_INPUTS else
+            "from " + made["inputs"]["source"],
+            ", ".join(shape_text(shape) for shape in made["inputs"]["shapes"])))
+    lines.append("at risk:" if made["risks"] else
+                 "at risk: nothing in this model is at risk of these bugs (checked anyway)")
     lines += ["  {}: {}".format(risk["layer"], risk["risk"]) for risk in made["risks"]]
     sides = [side for side in (UNPATCHED, PATCHED)
              if any(side in checks for checks in made["checks"].values())]

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 
-from keras_clone_fix import _check
+from keras_clone_fix import _check, _given_inputs
 from keras_clone_fix._affected import is_affected
 from keras_clone_fix._model_file import KERAS, BadInput
 
@@ -48,9 +48,10 @@ def facts(family, keras):
 
 
 def run_checks(family, make_model, batch=4, timesteps=8, seed=0, reference=None,
-               progress=lambda text: None, started=None):
+               progress=lambda text: None, started=None, inputs_file=None):
     """(side: dict, the model's predictions): the engine on make_model(keras);
-    `started`: when importing the family began."""
+    `started`: when importing the family began; `inputs_file`: the user's
+    arrays (.npz), else inputs are made from the model's."""
     import keras_clone_fix
     started = started or time.time()
     keras = family_module(family)
@@ -68,16 +69,25 @@ def run_checks(family, make_model, batch=4, timesteps=8, seed=0, reference=None,
                                              if outcome["detail"] else "", time.time() - times[0]))
         times[0] = time.time()
 
-    risks, checks, predictions = _check.check_model(keras, model, batch, timesteps, seed,
-                                                    reference, checked)
+    given = _given_inputs.load(keras, model, inputs_file) if inputs_file else None
+    risks, checks, predictions, shapes = _check.check_model(
+        keras, model, batch, timesteps, seed, reference, checked, given)
     side["patched"] = keras_clone_fix.status().patched
     side["risks"] = [collections.OrderedDict([("layer", layer), ("risk", risk)])
                      for layer, risk in risks]
     side["checks"] = checks
+    side["inputs"] = shapes
     return side, predictions
 
 
 # --- in the side's interpreter ----------------------------------------------
+
+def known_facts(family):
+    """The family's facts where it was imported already, else its name."""
+    if ("keras" if family == KERAS else "tensorflow") not in sys.modules:
+        return collections.OrderedDict([("family", family)])
+    return facts(family, family_module(family))
+
 
 def _native(path):
     """A path as `str`: Python 2's json gives unicode, which keras 2.2.4's
@@ -94,6 +104,7 @@ def _model_maker(request):
         objects = _model_file.custom_objects([_native(spec) for spec in request["custom_objects"]])
         initial = _native(request["initial_weights"])
         weights = _native(request["weights"]) or (initial if os.path.exists(initial) else None)
+        _model_file.refuse_later_release(keras, request["model_file"], request["keras_version"])
         model = _model_file.load(keras, _native(request["model_file"]), request["format"],
                                  objects, weights)
         if request["format"] == "json" and weights is None:  # the other side gets the same
@@ -133,12 +144,13 @@ def main(request_path):
                 reference = [saved["arr_{}".format(index)] for index in range(len(saved.files))]
         side, predictions = run_checks(
             request["family"], _model_maker(request), request["batch"], request["timesteps"],
-            request["seed"], reference, progress, started)
+            request["seed"], reference, progress, started, _native(request["inputs"]))
         if reference is None and predictions is not None:
             numpy.savez(request["reference"], *predictions)
         progress("finished in {:.1f} s{}".format(time.time() - started, _peak_memory()))
     except BadInput as error:
-        side = {"bad_input": str(error)}
+        side = known_facts(request["family"])
+        side["bad_input"] = str(error)
     with open(request["result"], "w") as opened:
         json.dump(side, opened)
 

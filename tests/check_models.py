@@ -100,3 +100,37 @@ def randomized(model, seed=0):
     random = numpy.random.RandomState(seed)
     model.set_weights([random.normal(size=weights.shape) for weights in model.get_weights()])
     return model
+
+
+def word_level_encoder(keras, latent_dim=8):
+    """The encoder of Keras's word-level seq2seq (the lstm_seq2seq example's
+    note): token ids in a float32 `Input(shape=(None,))`, the default dtype,
+    into an Embedding; its LSTM's states are the output."""
+    tokens_in = keras.layers.Input(shape=(None,))
+    embedded_tokens = keras.layers.Embedding(VOCABULARY, latent_dim)(tokens_in)
+    _, state_h, state_c = keras.layers.LSTM(latent_dim, return_state=True)(embedded_tokens)
+    return keras.models.Model(tokens_in, [state_h, state_c])
+
+
+def word_level_decoder(keras, latent_dim=8):
+    """Its decoder for inference: float32 token ids through a Dropout (which
+    passes them on) into an Embedding, the LSTM called with initial_state
+    from two more inputs."""
+    tokens_in = keras.layers.Input(shape=(None,))
+    states = [keras.layers.Input(shape=(latent_dim,)) for _ in range(2)]
+    embedded_tokens = keras.layers.Embedding(VOCABULARY, latent_dim)(
+        keras.layers.Dropout(0.5)(tokens_in))
+    outputs, state_h, state_c = keras.layers.LSTM(latent_dim, return_sequences=True,
+                                                  return_state=True)(
+        embedded_tokens, initial_state=states)
+    outputs = keras.layers.Dense(VOCABULARY, activation="softmax")(outputs)
+    return keras.models.Model([tokens_in] + states, [outputs, state_h, state_c])
+
+
+def cannot_predict(keras):
+    """A model that no made input fits: its Embedding says 7 time steps
+    (input_length), which its Dense's weights are sized for, while its
+    input's length is unknown until it runs (made inputs have 8)."""
+    x = keras.layers.Input(shape=(None,))
+    embedded_tokens = keras.layers.Embedding(VOCABULARY, 2, input_length=7)(x)
+    return keras.models.Model(x, keras.layers.Dense(2)(keras.layers.Flatten()(embedded_tokens)))

@@ -215,12 +215,13 @@ def test_an_application_model_in_words(tmp_path):
     assert progress[-1].startswith("check: done in ")
 
 
-# --- bad input: one clear line, exit status 2 --------------------------------
+# --- bad input: one clear line, exit status 2, the JSON says so ---------------
 
 def assert_bad_input(checked, *words):
     code, report, stderr = checked
-    assert code == 2 and report is None
-    assert stderr.startswith("python -m keras_clone_fix check: ") and "Traceback" not in stderr
+    assert code == 2 and report is not None, stderr
+    assert report["ok"] is False and report["model"] and report["keras_clone_fix"]
+    assert stderr == "python -m keras_clone_fix check: {}\n".format(report["error"])
     for word in words:
         assert word in stderr, stderr
 
@@ -285,4 +286,12 @@ def test_misuse(options):
     finished = run_python(["-m", "keras_clone_fix", "check"] + options
                           + (["model.h5"] if options else []))
     assert finished.returncode == 2 and "usage: python -m keras_clone_fix check" in \
-        finished.stderr
+        finished.stderr and finished.stdout == ""
+
+
+def test_misuse_with_json_still_prints_json():
+    finished = run_python(["-m", "keras_clone_fix", "check", "model.h5", "--json", "--batch", "0"])
+    report = json.loads(finished.stdout)
+    assert finished.returncode == 2 and report["ok"] is False
+    assert report["error"] == "argument --batch: '0' is not a positive integer"
+    assert report["error"] in finished.stderr

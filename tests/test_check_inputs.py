@@ -1,0 +1,151 @@
+"""`check`'s inputs and the files it refuses, on the installed affected
+release, the command run in a subprocess and its JSON read (the helpers and
+the skip are tests/test_check.py's): token ids for an Embedding whatever the
+input's dtype, the user's --inputs, no verdict without predictions, files
+of later releases and of another Python (tests/data, made by
+tests/data/make_files.py), Lambda code run only with --no-safe-mode, and
+JSON at exit 2."""
+
+import os
+import sys
+
+import numpy
+import pytest
+
+from test_check import (FAMILY, KERAS_AFFECTED, VERSION, assert_bad_input, assert_fixed,
+                        assert_unpatched_fails, check, compiles_for_minutes_on_theano, keras,
+                        results, saved)
+
+import check_models
+
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+MADE = "made from the model's inputs"
+
+
+@pytest.fixture(autouse=True)
+def fresh_graph():
+    yield
+    if hasattr(keras.backend, "clear_session"):  # Theano has no session
+        keras.backend.clear_session()
+
+
+# --- inputs a model can take --------------------------------------------------
+
+@compiles_for_minutes_on_theano
+@pytest.mark.skipif(KERAS_AFFECTED and VERSION < (2, 0, 9), reason="keras before its RNN "
+                    "rewrite (2.0.9) cannot load a model whose LSTM takes initial_state")
+def test_word_level_decoder_with_float32_token_ids(tmp_path):
+    """Token ids in [1, input_dim) for the float32 input that reaches the
+    Embedding through a Dropout; normal values for the states."""
+    model = check_models.randomized(check_models.word_level_decoder(keras))
+    code, report, stderr = check(saved(model, tmp_path))
+    assert_fixed(code, report, stderr)
+    assert report["inputs"] == {"source": MADE, "shapes": [[4, 8], [4, 8], [4, 8]]}
+    assert set(results(report, "patched").values()) - {"unavailable"} == {"ok"}
+    if KERAS_AFFECTED and VERSION < (2, 2, 5):
+        assert_unpatched_fails(report, {"clone": "error", "clone_of_clone": "error"})
+
+
+@compiles_for_minutes_on_theano
+def test_word_level_encoder_with_float32_token_ids(tmp_path):
+    model = check_models.randomized(check_models.word_level_encoder(keras))
+    code, report, stderr = check(saved(model, tmp_path), "--timesteps", "5")
+    assert_fixed(code, report, stderr)
+    assert report["inputs"] == {"source": MADE, "shapes": [[4, 5]]}
+    assert report["checks"]["load"]["patched"]["result"] == "ok"
+    assert results(report, "patched")["clone"] == ("ok" if VERSION >= (2, 0, 7) or
+                                                   FAMILY == "tf.keras" else "unavailable")
+
+
+def test_a_model_that_cannot_predict_on_made_inputs_gets_no_verdict(tmp_path):
+    code, report, stderr = check(saved(check_models.cannot_predict(keras), tmp_path))
+    assert code == 2 and report["ok"] is False, report
+    assert report["error"].startswith("{}: no check ran: the model cannot predict on inputs "
+                                      "made from its input shapes and dtypes ((4, 8))".format(
+                                          tmp_path / "model.h5"))
+    assert "--inputs FILE.npz" in report["error"] and report["error"] in stderr
+    assert report["family"] == FAMILY and report["inputs"]["shapes"] == [[4, 8]]
+    assert report["checks"]["load"]["patched"]["result"] == "error"
+    assert "unpatched" not in report["checks"]["clone"]  # the other side did not run
+
+
+@pytest.mark.parametrize("by_name", [False, True])
+def test_inputs_that_fit(tmp_path, by_name):
+    model = check_models.cannot_predict(keras)
+    name = model.input_names[0] if by_name else "arr_0"
+    numpy.savez(str(tmp_path / "rows.npz"), **{name: numpy.ones((3, 7))})
+    code, report, stderr = check(saved(model, tmp_path), "--inputs", str(tmp_path / "rows.npz"))
+    assert_fixed(code, report, stderr)
+    assert report["inputs"] == {"source": str(tmp_path / "rows.npz"), "shapes": [[3, 7]]}
+
+
+@pytest.mark.parametrize("arrays, words", [
+    ({"arr_0": numpy.ones((3, 7, 1))}, "arr_0 is float64 of shape (3, 7, 1), but the model's "
+                                       "input {} takes numbers of shape (None, None)"),
+    ({"other": numpy.ones((3, 7))}, "it holds other, but the model's inputs are {}: give one "
+                                    "array for each"),
+    ({"arr_0": numpy.array(["a", "b"])}, "of shape (2,), but the model's input {} takes "
+                                         "numbers"),
+])
+def test_inputs_that_do_not_fit(tmp_path, arrays, words):
+    model = check_models.cannot_predict(keras)
+    numpy.savez(str(tmp_path / "rows.npz"), **arrays)
+    checked = check(saved(model, tmp_path), "--inputs", str(tmp_path / "rows.npz"))
+    assert_bad_input(checked, "--inputs {}: ".format(tmp_path / "rows.npz"),
+                     words.format(model.input_names[0]))
+    assert checked[1]["family"] == FAMILY  # the side had imported it
+
+
+def test_inputs_of_the_right_shape_the_model_cannot_take(tmp_path):
+    numpy.savez(str(tmp_path / "rows.npz"), numpy.ones((3, 8)))
+    code, report, _ = check(saved(check_models.cannot_predict(keras), tmp_path),
+                            "--inputs", str(tmp_path / "rows.npz"))
+    assert code == 2 and "no check ran: the model cannot predict on the arrays of {}".format(
+        tmp_path / "rows.npz") in report["error"]
+
+
+# --- files from elsewhere -------------------------------------------------------
+
+@pytest.mark.parametrize("name, version", [
+    ("dense_tf_keras_2.21.h5", "2.21.0"), ("dense_keras_3.h5", "3."),
+    ("dense_keras_3.keras", "3."),
+])
+def test_file_of_a_later_release_is_named(name, version):
+    code, report, stderr = check(os.path.join(DATA, name))
+    assert_bad_input((code, report, stderr), "was saved by Keras " + version,
+                     "which {} cannot read; those releases are not affected".format(
+                         "keras " + keras.__version__ if FAMILY == "keras" else
+                         "tf.keras " + keras.__version__))
+    assert "--custom-objects" not in stderr and report["family"] == FAMILY
+
+
+@pytest.mark.skipif(sys.version_info[0] == 2, reason="Python 2 reads its own marshal")
+def test_lambda_marshalled_by_python_2_names_the_layer_and_the_python():
+    assert_bad_input(check(os.path.join(DATA, "lambda_python_2.h5"), "--no-safe-mode"),
+                     "Lambda layer doubled holds code marshalled by Python 2, which Python 3.",
+                     "check it with Python 2.7")
+
+
+@pytest.mark.skipif(sys.version_info[0] > 2 or FAMILY != "keras",
+                    reason="keras 2.2.4 on Python 2 saved it")
+def test_lambda_marshalled_by_python_2_runs_on_python_2_when_allowed():
+    assert_fixed(*check(os.path.join(DATA, "lambda_python_2.h5"), "--no-safe-mode"))
+
+
+def lambda_writing(keras, path):
+    """A model whose Lambda writes `path` whenever it runs, loading included."""
+    function = eval("lambda x: (open({!r}, 'w').write('ran'), x)[1]".format(str(path)))
+    x = keras.layers.Input(shape=(4,))
+    written = keras.layers.Lambda(function, name="writes_a_file")(x)
+    return keras.models.Model(x, keras.layers.Dense(2)(written))
+
+
+def test_lambda_code_runs_only_with_no_safe_mode(tmp_path):
+    ran = tmp_path / "ran"
+    path = saved(lambda_writing(keras, ran), tmp_path)
+    ran.unlink()
+    assert_bad_input(check(path), "not loaded, as its Lambda layer writes_a_file holds Python "
+                                  "code that loading would run; give --no-safe-mode")
+    assert not ran.exists()
+    assert_fixed(*check(path, "--no-safe-mode"))
+    assert ran.exists()
