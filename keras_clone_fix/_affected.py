@@ -17,11 +17,13 @@ RELEASES = {
         ((2, 0, 0), (2, 0, 7), True,
          "calling a model on new tensors writes each call's masks into the "
          "original's node arguments: a shared or nested model's later calls use "
-         "an earlier call's mask (clone_model does not exist before 2.0.7)"),
+         "an earlier call's mask, and a masked tensor cannot be passed into a model "
+         "(clone_model does not exist before 2.0.7)"),
         ((2, 0, 7), (2, 2, 5), True,
          "clone_model and calling a model on new tensors keep one output mask "
          "when compute_mask returns one value, and drop or refuse the other "
-         "outputs of every multi-output layer"),
+         "outputs of every multi-output layer; before 2.2.3 a masked tensor "
+         "cannot be passed into a model"),
         ((2, 2, 5), (2, 4, 0), True,
          "2.2.5 fixed clone_model for layers without masking only: multi-output "
          "masking layers still lose outputs, and nested models lose their masks"),
@@ -37,7 +39,9 @@ RELEASES = {
          "tf.keras's routine that calls a model on new tensors writes each call's mask "
          "into the original's node arguments: a shared or nested model's later calls use "
          "an earlier call's mask; before 1.11 it and the clone routine also pass back "
-         "recorded tensors of the original graph, and before 1.9 they drop outputs"),
+         "recorded tensors of the original graph, and before 1.9 they drop outputs; "
+         "before 1.13 a masked tensor cannot be passed into a model, and 1.11 - 1.13 "
+         "drop the output masks of a model called on new tensors"),
         ((1, 15, 0), None, False,
          "tf.keras of TensorFlow 1.15 and 2.x copies the call arguments: correct"),
     ),
