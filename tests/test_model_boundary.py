@@ -233,9 +233,9 @@ def as_one_tensor(gradient):
 def computed(keras, model, data, learning_rate=0.5):
     """Predictions, output masks (None where there is none) and the masked
     loss of `model` on `data`, and its weights after one SGD step. The step
-    is taken from Keras's gradients of that loss, not by train_on_batch:
-    TensorFlow 1's train function reads variables that it assigns in the same
-    run, unordered, and its result differs from run to run (measured)."""
+    is taken from Keras's gradients of that loss, not by train_on_batch,
+    which did not repeat (measured on keras 2.1.6: the same gradients left
+    other weights depending on which model had trained before)."""
     K = keras.backend
     masks = output_masks(keras, model)
     present = [mask for mask in masks if mask is not None]
