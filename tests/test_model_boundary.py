@@ -41,6 +41,7 @@ def _families():
                 # Layer.__call__ records the propagated mask in the node's
                 # arguments: a masked model called on new tensors passes it back
                 "mask recorded in arguments": version < (2, 0, 3),
+                "TimeDistributed(model) unbuilt": False,
                 # TimeDistributed passes its mask to the layer it wraps from 2.2.0
                 "input refuses TimeDistributed's mask": (2, 2, 0) <= version < (2, 2, 3),
                 "output masks dropped": False,
@@ -56,6 +57,9 @@ def _families():
                 "input refuses a mask": version < (1, 13),
                 # TimeDistributed passes its mask to the layer it wraps from 1.10
                 "input refuses TimeDistributed's mask": (1, 10) <= version < (1, 13),
+                # Measured on 1.4.1 (cause not read): unpatched, the model's
+                # _compute_output_shape gives TimeDistributed None (AttributeError)
+                "TimeDistributed(model) unbuilt": version < (1, 5),
                 "mask recorded in arguments": False,
                 "output masks dropped": (1, 11) <= version < (1, 14),
                 "cannot nest a Sequential": False, "no return_state": False}))
@@ -69,8 +73,9 @@ if not FAMILIES:
 
 STEPS, VOCABULARY, BATCH = 5, 12, 4
 # How the unpatched releases fail: refused (TypeError), a mask of the
-# original graph passed back (TensorFlow refuses to run), or other numbers.
-FAILURES = (AssertionError, TypeError) + ((
+# original graph passed back (TensorFlow refuses to run), no output shape
+# (AttributeError), or other numbers.
+FAILURES = (AssertionError, TypeError, AttributeError) + ((
     importlib.import_module("tensorflow").errors.InvalidArgumentError,)
     if installed("tensorflow") else ())
 
@@ -92,10 +97,9 @@ def padded(seed, steps=STEPS):
     return rows
 
 
-def targets_for(model, seed=7):
+def targets_like(outputs, seed=7):
     random = numpy.random.RandomState(seed)
-    shapes = model.output_shape if isinstance(model.output_shape, list) else [model.output_shape]
-    return [random.normal(size=(BATCH,) + tuple(shape[1:])) for shape in shapes]
+    return [random.normal(size=output.shape) for output in outputs]
 
 
 # Each structure: (layers composed across a model boundary, the same layer
@@ -205,7 +209,8 @@ STRUCTURES = [
     (masked_tensor_into_a_model, ("input refuses a mask", "output masks dropped"), None),
     (shared_masked_encoder, ("input refuses a mask",), None),
     (sequential_of_a_masked_model, ("output masks dropped",), "cannot nest a Sequential"),
-    (time_distributed_model, ("input refuses TimeDistributed's mask",), None),
+    (time_distributed_model, ("input refuses TimeDistributed's mask",
+                              "TimeDistributed(model) unbuilt"), None),
     (multi_output_nested_model, ("output masks dropped", "mask recorded in arguments"), None),
     (seq2seq_with_an_encoder_model, ("input refuses a mask",), "no return_state"),
 ]
@@ -239,14 +244,16 @@ def computed(keras, model, data, learning_rate=0.5):
     K = keras.backend
     masks = output_masks(keras, model)
     present = [mask for mask in masks if mask is not None]
-    model.compile("sgd", "mse")
-    weights = model.trainable_weights
-    feeds = model._feed_inputs + model._feed_targets + model._feed_sample_weights
-    values = K.function(feeds, model.outputs + present + [model.total_loss]
-                        + [as_one_tensor(gradient) for gradient in K.gradients(model.total_loss, weights)])(
-        data + targets_for(model) + [numpy.ones(BATCH)] * len(model.outputs))
+    values = K.function(model.inputs, model.outputs + present)(data)
     outputs, values = values[:len(model.outputs)], values[len(model.outputs):]
     mask_values = [numpy.asarray(values.pop(0)) if mask is not None else None for mask in masks]
+    model.compile("sgd", "mse")
+    compiled = getattr(model, "model", model)  # Sequential before tf.keras 1.9 compiles its .model
+    weights = compiled.trainable_weights
+    feeds = compiled._feed_inputs + compiled._feed_targets + compiled._feed_sample_weights
+    values = K.function(feeds, [compiled.total_loss] + [
+        as_one_tensor(gradient) for gradient in K.gradients(compiled.total_loss, weights)])(
+        data + targets_like(outputs) + [numpy.ones(BATCH)] * len(outputs))
     loss, gradients = values[0], values[1:]
     stepped = dict((weight.name, value - learning_rate * gradient) for weight, value, gradient
                    in zip(weights, K.batch_get_value(weights), gradients))
