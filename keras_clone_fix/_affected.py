@@ -17,11 +17,13 @@ RELEASES = {
         ((2, 0, 0), (2, 0, 7), True,
          "calling a model on new tensors writes each call's masks into the "
          "original's node arguments: a shared or nested model's later calls use "
-         "an earlier call's mask (clone_model does not exist before 2.0.7)"),
+         "an earlier call's mask, and a masked tensor cannot be passed into a model "
+         "(clone_model does not exist before 2.0.7)"),
         ((2, 0, 7), (2, 2, 5), True,
          "clone_model and calling a model on new tensors keep one output mask "
          "when compute_mask returns one value, and drop or refuse the other "
-         "outputs of every multi-output layer"),
+         "outputs of every multi-output layer; before 2.2.3 a masked tensor "
+         "cannot be passed into a model"),
         ((2, 2, 5), (2, 4, 0), True,
          "2.2.5 fixed clone_model for layers without masking only: multi-output "
          "masking layers still lose outputs, and nested models lose their masks"),
@@ -37,7 +39,9 @@ RELEASES = {
          "tf.keras's routine that calls a model on new tensors writes each call's mask "
          "into the original's node arguments: a shared or nested model's later calls use "
          "an earlier call's mask; before 1.11 it and the clone routine also pass back "
-         "recorded tensors of the original graph, and before 1.9 they drop outputs"),
+         "recorded tensors of the original graph, and before 1.9 they drop outputs; "
+         "before 1.13 a masked tensor cannot be passed into a model, and 1.11 - 1.13 "
+         "drop the output masks of a model called on new tensors"),
         ((1, 15, 0), None, False,
          "tf.keras of TensorFlow 1.15 and 2.x copies the call arguments: correct"),
     ),
@@ -66,27 +70,36 @@ class Target(object):
 CLONE_RULES = ("CopyNodeArguments", "LayerCallPropagatesMasks", "RecordedOutputMasks",
                "MapTensorsInCallArguments", "ArgumentsInInputsPassedOnce")
 # tf.keras before 1.9 kept one mask when compute_mask returned None for several outputs.
-NETWORK_RULES_BEFORE_1_9 = ("CopyNodeArguments", "OneMaskPerOutput", "MapTensorsInCallArguments")
+NETWORK_RULES_BEFORE_1_9 = ("CopyNodeArguments", "OneMaskPerOutput", "MapTensorsInCallArguments",
+                            "InputLayerPassesMask")
 TARGETS = (
     Target("keras", "keras.models", "_clone_functional_model", (2, 0, 7), (2, 4, 0),
            CLONE_RULES,
            "clone_model of a functional model: outputs dropped, masks lost or pinned"),
     Target("keras", "keras.engine.topology", "Container.run_internal_graph", (2, 0, 0), (2, 0, 3),
-           ("CopyNodeArguments", "PropagatedMaskNotPassedBack", "MapTensorsInCallArguments"),
+           ("CopyNodeArguments", "PropagatedMaskNotPassedBack", "MapTensorsInCallArguments",
+            "InputLayerPassesMask"),
            "calling a model on new tensors: each call's masks written into the original's "
-           "nodes, and the masks Layer.__call__ recorded there passed back"),
+           "nodes, and the masks Layer.__call__ recorded there passed back; a masked tensor "
+           "refused by the model's input layer"),
     Target("keras", "keras.engine.topology", "Container.run_internal_graph", (2, 0, 3), (2, 0, 7),
-           ("CopyNodeArguments", "MapTensorsInCallArguments"),
+           ("CopyNodeArguments", "MapTensorsInCallArguments", "InputLayerPassesMask"),
            "calling a model on new tensors: each call's masks written into the original's "
-           "nodes. (Layer.__call__ before 2.0.7 cannot build a multi-output layer with one "
-           "mask, so OneMaskPerOutput has nothing to answer there.)"),
+           "nodes; a masked tensor refused by the model's input layer. (Layer.__call__ before "
+           "2.0.7 cannot build a multi-output layer with one mask, so OneMaskPerOutput has "
+           "nothing to answer there.)"),
     Target("keras", "keras.engine.topology", "Container.run_internal_graph", (2, 0, 7), (2, 2, 0),
-           ("CopyNodeArguments", "OneMaskPerOutput", "MapTensorsInCallArguments"),
+           ("CopyNodeArguments", "OneMaskPerOutput", "MapTensorsInCallArguments",
+            "InputLayerPassesMask"),
            "calling a model on new tensors (nesting, multi_gpu_model, TimeDistributed)"),
-    Target("keras", "keras.engine.network", "Network.run_internal_graph", (2, 2, 0), (2, 4, 0),
-           ("CopyNodeArguments", "OneMaskPerOutput", "MapTensorsInCallArguments"),
+    Target("keras", "keras.engine.network", "Network.run_internal_graph", (2, 2, 0), (2, 2, 3),
+           ("CopyNodeArguments", "OneMaskPerOutput", "MapTensorsInCallArguments",
+            "InputLayerPassesMask"),
            "calling a model on new tensors (nesting, multi_gpu_model, TimeDistributed); "
            "2.2 moved Container to keras.engine.network.Network"),
+    Target("keras", "keras.engine.network", "Network.run_internal_graph", (2, 2, 3), (2, 4, 0),
+           ("CopyNodeArguments", "OneMaskPerOutput", "MapTensorsInCallArguments"),
+           "calling a model on new tensors; from 2.2.3 InputLayer supports masking itself"),
     # tf.keras: the same routines, moved from module to module by TensorFlow.
     Target("tensorflow", "tensorflow.python.keras._impl.keras.models", "_clone_functional_model",
            (1, 4, 0), (1, 9, 0), CLONE_RULES,
@@ -112,13 +125,22 @@ TARGETS = (
            "Network._run_internal_graph", (1, 7, 0), (1, 9, 0), NETWORK_RULES_BEFORE_1_9,
            "the same routine, moved to tf.keras's Network in 1.7 (kwargs.setdefault)"),
     Target("tensorflow", "tensorflow.python.keras.engine.network", "Network._run_internal_graph",
-           (1, 9, 0), (1, 11, 0), ("CopyNodeArguments", "MapTensorsInCallArguments"),
+           (1, 9, 0), (1, 11, 0),
+           ("CopyNodeArguments", "MapTensorsInCallArguments", "InputLayerPassesMask"),
            "the same routine, out of _impl in 1.9, which expands a None mask itself"),
     Target("tensorflow", "tensorflow.python.keras.engine.network", "Network._run_internal_graph",
-           (1, 11, 0), (1, 15, 0), ("CopyNodeArguments",),
+           (1, 11, 0), (1, 13, 0), ("CopyNodeArguments", "InputLayerPassesMask"),
            "calling a tf.keras model on new tensors: each call's mask pinned in the "
-           "original's nodes. (From 1.11 a nested seq2seq computes from its new inputs, "
-           "measured, so the copy is all it needs.)"),
+           "original's nodes, and a masked tensor refused by the model's input layer. "
+           "(From 1.11 a nested seq2seq computes from its new inputs, measured, so these "
+           "are all it needs.)"),
+    Target("tensorflow", "tensorflow.python.keras.engine.network", "Network._run_internal_graph",
+           (1, 13, 0), (1, 15, 0), ("CopyNodeArguments",),
+           "the same; from 1.13 InputLayer supports masking itself"),
+    Target("tensorflow", "tensorflow.python.keras.engine.base_layer", "Layer._set_mask_metadata",
+           (1, 11, 0), (1, 14, 0), ("MaskAlreadyComputedKept",),
+           "Layer.__call__'s mask bookkeeping: a model called on new tensors has its output "
+           "masks, which its own run computed, overwritten with None"),
 )
 
 DIGITS = "0123456789"

@@ -31,8 +31,8 @@ import types
 
 from keras_clone_fix import _cache
 from keras_clone_fix._runtime import (
-    UnsupportedFunction, arguments_not_in_inputs, one_mask_per_output, recorded_output_masks,
-    tensors_mapped, without_propagated_mask)
+    UnsupportedFunction, arguments_not_in_inputs, keras_masks, mask_through_input_layer,
+    one_mask_per_output, recorded_output_masks, tensors_mapped, without_propagated_mask)
 
 _HELPER_PREFIX = "_keras_clone_fix_"
 # These rules' text as imported: a stored build is used only where the
@@ -244,6 +244,65 @@ class OneMaskPerOutput(Rule):
         call.func = _helper(one_mask_per_output)
         call.args = [inner, ast.Name(id="output_tensors", ctx=ast.Load())]
         return _located(call, inner)
+
+
+class InputLayerPassesMask(Rule):
+    """`layer.compute_mask(x, mask)` -> `mask_through_input_layer(layer, x, mask)`.
+
+    `run_internal_graph` computes the masks of every node of the model, its
+    input layers' too. InputLayer kept Layer's `supports_masking = False`
+    up to Keras 2.2.2 and tf.keras of TensorFlow 1.12, so a model called on
+    a masked tensor (a shared masked Embedding or a Masking layer in front
+    of an encoder model) raised `TypeError: Layer input_1 does not support
+    masking, but was passed an input_mask`. Keras 2.2.3 and TensorFlow 1.13
+    made InputLayer support masking: the mask passes through it to the
+    model's layers, as in the same layers composed without the model.
+    Applies after OneMaskPerOutput, which wraps the same calls.
+    """
+
+    helpers = (mask_through_input_layer,)
+
+    def visit_FunctionDef(self, node):
+        for call in _nodes(node):
+            if (isinstance(call, ast.Call) and _is_attribute(call.func, "layer", "compute_mask")
+                    and len(call.args) == 2 and not call.keywords):
+                call.func = _located(_helper(mask_through_input_layer), call.func)
+                call.args = [_located(ast.Name(id="layer", ctx=ast.Load()), call)] + call.args
+                self.rewritten(call)
+        return node
+
+
+class MaskAlreadyComputedKept(Rule):
+    """In `Layer._set_mask_metadata`, the `else: output_mask = None` of
+    `if hasattr(self, 'compute_mask') and not mask_already_computed:` ->
+    `output_mask = keras_masks(outputs) if mask_already_computed else None`.
+
+    tf.keras of TensorFlow 1.11 - 1.13 skips `compute_mask` when every
+    output already carries a `_keras_mask` (a model's outputs, set by its
+    `_run_internal_graph`), and then writes None over those masks: a model
+    called on new tensors lost its output masks, and the layers and masked
+    losses after it counted the padding, silently. TensorFlow 1.14 (and
+    1.10, which always called `compute_mask`) keeps them.
+    """
+
+    helpers = (keras_masks,)
+
+    def visit_If(self, node):
+        self.generic_visit(node)
+        test = node.test
+        if (isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And)
+                and any(isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Not)
+                        and _name(value.operand) == "mask_already_computed"
+                        for value in test.values)
+                and len(node.orelse) == 1 and isinstance(node.orelse[0], ast.Assign)
+                and _name(node.orelse[0].targets[0]) == "output_mask"):
+            assign = node.orelse[0]
+            assign.value = _located(ast.IfExp(
+                test=ast.Name(id="mask_already_computed", ctx=ast.Load()),
+                body=_call(_helper(keras_masks), ast.Name(id="outputs", ctx=ast.Load())),
+                orelse=assign.value), assign.value)
+            self.rewritten(node)
+        return node
 
 
 def _takes_node_arguments(statement):

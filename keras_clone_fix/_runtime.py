@@ -36,6 +36,25 @@ def recorded_output_masks(output_tensors):
     return masks
 
 
+def mask_through_input_layer(layer, inputs, mask):
+    """`layer.compute_mask(inputs, mask)`, except that an InputLayer passes
+    the mask it is given on, as InputLayer does from Keras 2.2.3 and tf.keras
+    1.13 (`supports_masking = True`). An input layer is known by its class,
+    or by a base of that name: tf.keras 1.4 - 1.6's InputLayer is tf.layers'
+    InputLayer with Keras's Layer mixed in."""
+    if any(cls.__name__ == "InputLayer" for cls in type(layer).__mro__):
+        return mask
+    return layer.compute_mask(inputs, mask)
+
+
+def keras_masks(outputs):
+    """The `_keras_mask` each output tensor carries (None where it has none):
+    a list for a list or tuple of outputs."""
+    if isinstance(outputs, (list, tuple)):
+        return [getattr(output, "_keras_mask", None) for output in outputs]
+    return getattr(outputs, "_keras_mask", None)
+
+
 def without_propagated_mask(arguments, node):
     """`arguments` without a `mask` that is exactly the masks the node's
     input tensors carried: the one `Layer.__call__` propagated and recorded
@@ -103,4 +122,4 @@ def arguments_not_in_inputs(kwargs, node):
 # What the fixed code may call, by name.
 HELPERS = dict((helper.__name__, helper) for helper in (
     one_mask_per_output, recorded_output_masks, without_propagated_mask, tensors_mapped,
-    arguments_not_in_inputs))
+    arguments_not_in_inputs, mask_through_input_layer, keras_masks))

@@ -38,8 +38,11 @@ HAS_RNN_CONSTANTS = VERSION >= (2, 0, 9)
 BIDIRECTIONAL_TAKES_STATES = VERSION >= (2, 1, 3)
 # ConvLSTM2D called with initial_state cannot be built (keras#9761).
 CONV_LSTM_STATE_UNBUILDABLE = (2, 1, 5) <= VERSION < (2, 4, 0)
-# Keras before 2.2 cannot call a model on a masked tensor ("Layer input_1
-# does not support masking"), fix or no fix.
+# Keras before 2.2 refuses a masked tensor at a model's input layer ("Layer
+# input_1 does not support masking"): as clone_model's input_tensors fix or
+# no fix, and unpatched when a model is called on one (up to 2.2.2; fixed by
+# InputLayerPassesMask, test_model_boundary.py). The tests that build such a
+# model on both sides start at 2.2.
 NESTS_ON_MASKED_TENSORS = VERSION >= (2, 2, 0)
 
 STEPS, VOCABULARY = 6, 20

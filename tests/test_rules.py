@@ -227,6 +227,68 @@ def test_map_tensors_needs_the_routines_key():
         build_fixed(no_key_test, ["MapTensorsInCallArguments"])
 
 
+class InputLayer(Layer):
+    """Named as Keras's: its compute_mask refuses a mask, as InputLayer's
+    did up to keras 2.2.2 and tf.keras 1.12."""
+
+    def compute_mask(self, inputs, mask=None):
+        if mask is not None:
+            raise TypeError("Layer input_1 does not support masking, but was passed an input_mask")
+
+
+def node_masks_like_keras(layer, computed_tensor, computed_mask):
+    """How run_internal_graph computes a node's masks."""
+    return layer.compute_mask(computed_tensor, computed_mask)
+
+
+def test_input_layer_passes_mask():
+    with pytest.raises(TypeError, match="does not support masking"):
+        node_masks_like_keras(InputLayer(None), None, "m")
+    fixed = build_fixed(node_masks_like_keras, ["InputLayerPassesMask"])
+    assert fixed(InputLayer(None), None, "m") == "m"
+    assert fixed(Layer("computed"), None, "m") == "computed"
+
+
+class Masked(object):
+    """An output tensor, with the _keras_mask tf.keras sets on it or none."""
+
+    def __init__(self, *mask):
+        if mask:
+            self._keras_mask = mask[0]
+
+
+def set_mask_metadata_like_tf_keras_1_11(self, inputs, outputs, previous_mask):
+    """tf.keras 1.11 - 1.13's Layer._set_mask_metadata."""
+    mask_already_computed = all(hasattr(x, '_keras_mask') for x in to_list(outputs))
+    if hasattr(self, 'compute_mask') and not mask_already_computed:
+        output_mask = self.compute_mask(inputs, previous_mask)
+    else:
+        output_mask = None
+    if isinstance(outputs, (list, tuple)):
+        if output_mask is None:
+            output_mask = [None for _ in range(len(outputs))]
+        for x, m in zip(outputs, output_mask):
+            x._keras_mask = m
+    else:
+        outputs._keras_mask = output_mask
+
+
+@pytest.mark.parametrize("fixed, kept", [(False, [None, None]), (True, ["a", None])])
+def test_mask_already_computed_kept(fixed, kept):
+    set_mask_metadata = set_mask_metadata_like_tf_keras_1_11
+    if fixed:
+        set_mask_metadata = build_fixed(set_mask_metadata, ["MaskAlreadyComputedKept"])
+    outputs = [Masked("a"), Masked(None)]
+    set_mask_metadata(Layer("computed"), None, outputs, "m")
+    assert [output._keras_mask for output in outputs] == kept
+    single = Masked("a")
+    set_mask_metadata(Layer("computed"), None, single, "m")
+    assert single._keras_mask == ("a" if fixed else None)
+    not_yet = [Masked(), Masked("a")]  # not every output has one: compute_mask decides
+    set_mask_metadata(Layer(["c", "d"]), None, not_yet, "m")
+    assert [output._keras_mask for output in not_yet] == ["c", "d"]
+
+
 # How the source is read (the lines from the code's first line to the last
 # its line table names, then line by line until they parse), and what the
 # check that it is the running code refuses.
