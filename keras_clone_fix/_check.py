@@ -4,10 +4,10 @@ Given a family's keras module (`keras`, or `tensorflow.keras`) and a built
 model, it makes inputs from the model's own input shapes and dtypes, names
 what in the model puts it at risk of the rebuild bugs, and runs the checks
 (clone, clone_of_clone, nested, called_twice, multi_gpu), each comparing
-predictions with the model's own on the same inputs; `load` compares the
-model's predictions with those of the side that loaded it with the fix,
-where given; `original_unchanged` says which checks changed the call
-arguments recorded in the original's nodes. Those are put back after each
+predictions with the model's own on the same inputs; `load` is that the
+model predicts (`check` compares those predictions with the side's that
+loaded it with the fix); `original_unchanged` says which checks changed
+the call arguments recorded in the original's nodes. Those are put back after each
 check, so that no check computes with what an earlier one left. It runs in
 the interpreter whose fix state is being checked: a side of `check`, or the
 self-check's own.
@@ -23,7 +23,7 @@ import os
 import sys
 import traceback
 
-from keras_clone_fix._affected import api_version
+from keras_clone_fix._affected import api_version, targets_for
 
 OK, WRONG, ERROR, UNAVAILABLE = "ok", "wrong", "error", "unavailable"
 FAILED = (WRONG, ERROR)
@@ -39,9 +39,10 @@ def result(outcome, detail=""):
 
 
 def release_name(keras):
-    """"keras 2.2.4", or "tf.keras 2.2.4-tf" (tf.keras's own version)."""
-    return "{} {}".format("tf.keras" if "tensorflow" in keras.__name__ else "keras",
-                          keras.__version__)
+    """"keras 2.2.4", "tf.keras 2.2.4-tf" (tf.keras's own version), or
+    "tf_keras 2.21.0" (the package tf.keras is on TensorFlow 2.16+)."""
+    package = keras.__name__.split(".")[0]
+    return "{} {}".format("tf.keras" if package == "tensorflow" else package, keras.__version__)
 
 
 def error_result(error):
@@ -107,6 +108,17 @@ def is_tensor(value):
 def tensor_arguments(node):
     return sorted(name for name, value in (getattr(node, "arguments", None) or {}).items()
                   if any(is_tensor(item) for item in as_list(value)))
+
+
+def release_of(keras):
+    """(family, version) of a keras module, as _affected's tables know them:
+    ("keras", keras's version), ("tensorflow", TensorFlow's) for tf.keras;
+    tf_keras and Keras 3 are families of their own there, without targets."""
+    package = keras.__name__.split(".")[0]
+    if package == "tensorflow":
+        import tensorflow
+        return package, tensorflow.__version__
+    return package, keras.__version__
 
 
 def risks(keras, model):
@@ -208,14 +220,13 @@ def compare(expected, got):
 
 def find_clone_model(keras):
     """clone_model, or None: keras has it from 2.0.7; tf.keras exports it
-    from 1.11 and keeps it in its private models module before."""
+    from 1.11 and before keeps it beside its clone routine, in the module
+    that _affected.TARGETS names for the installed TensorFlow."""
     clone_model = getattr(keras.models, "clone_model", None)
-    if clone_model is None and "tensorflow" in keras.__name__:
-        try:
-            clone_model = importlib.import_module(
-                "tensorflow.python.keras._impl.keras.models").clone_model
-        except (ImportError, AttributeError):
-            pass
+    if clone_model is None and keras.__name__.startswith("tensorflow"):
+        for target in targets_for(*release_of(keras)):
+            if target.attribute == "_clone_functional_model":
+                clone_model = getattr(importlib.import_module(target.module), "clone_model", None)
     return clone_model
 
 
@@ -233,20 +244,17 @@ def called_on(keras, model, inputs):
 class Checks(object):
     """The checks of one model, in one interpreter."""
 
-    def __init__(self, keras, model, inputs, other_inputs, reference=None):
+    def __init__(self, keras, model, inputs, other_inputs):
         self.keras, self.model = keras, model
         self.inputs, self.other_inputs = inputs, other_inputs
         self.expected = predict(model, inputs)
-        self.reference = reference
         self.arguments = snapshot_arguments(keras, model)
         self.changes = []  # (check, layer path, call index, argument names)
         self.clone_model = find_clone_model(keras)
         self.clone = None
 
     def check_load(self):
-        if self.reference is None:
-            return result(OK, "the reference predictions")
-        return compare(self.reference, self.expected)
+        return result(OK, "the model predicts on the inputs")
 
     def cloned(self, model):
         clone = self.clone_model(model)
@@ -397,15 +405,14 @@ def simulate_two_gpus(keras):
         tensorflow.config.set_soft_device_placement(True)
 
 
-def check_model(keras, model, batch=4, timesteps=8, seed=0, reference=None, progress=None):
+def check_model(keras, model, batch=4, timesteps=8, seed=0, progress=None):
     """(risks, {check name: result}, the model's predictions) of a model
-    built or loaded in this interpreter; `reference`: the predictions the
-    `load` check compares with."""
+    built or loaded in this interpreter."""
     inputs = make_inputs(keras, model, batch, timesteps, seed)
     other_inputs = make_inputs(keras, model, batch, timesteps, seed + 1, reverse=True)
     found = risks(keras, model)
     try:
-        checks = Checks(keras, model, inputs, other_inputs, reference)
+        checks = Checks(keras, model, inputs, other_inputs)
     except Exception as error:  # the model cannot even predict: nothing to compare with
         results = collections.OrderedDict(
             (name, result(UNAVAILABLE, "not run: the model cannot predict")) for name in CHECKS)

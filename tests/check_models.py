@@ -88,6 +88,15 @@ def plain(keras):
     return keras.models.Model(x, keras.layers.Dense(2)(keras.layers.Dense(3)(x)))
 
 
+def conv_batch_norm(keras):
+    """Conv2D -> BatchNormalization: keras 2.2.4's multi_gpu_model cannot
+    relocate it on TensorFlow 1.15 (tensorflow#30728), fix or no fix."""
+    x = keras.layers.Input(shape=(8, 8, 3))
+    y = keras.layers.BatchNormalization()(keras.layers.Conv2D(4, 3, padding="same")(x))
+    return keras.models.Model(x, keras.layers.GlobalAveragePooling2D()(
+        keras.layers.Activation("relu")(y)))
+
+
 def vgg16(keras):
     """keras.applications' model with the fewest layers (19 without its
     top, which needs 224 x 224 inputs); 48 x 48 is its smallest input."""

@@ -18,6 +18,8 @@ TENSORFLOW = None
 if installed("tensorflow"):
     import tensorflow
     TENSORFLOW = tuple(int(part) for part in tensorflow.__version__.split(".")[:2])
+# TensorFlow 2.16 and later: tf.keras is Keras 3; `check --tf-keras` uses the tf_keras package.
+TF_KERAS_PACKAGE = TENSORFLOW is not None and TENSORFLOW >= (2, 16) and installed("tf_keras")
 
 if AFFECTED:
     FAMILY, FAMILY_OPTIONS = "keras", []
@@ -25,9 +27,12 @@ if AFFECTED:
 elif TENSORFLOW and (1, 4) <= TENSORFLOW < (2, 0):
     FAMILY, FAMILY_OPTIONS = "tf.keras", ["--tf-keras"]
     from tensorflow import keras
+elif TF_KERAS_PACKAGE:
+    FAMILY, FAMILY_OPTIONS = "tf.keras", ["--tf-keras"]
+    import tf_keras as keras
 else:
-    pytest.skip("needs keras 2.0.0 - 2.3.1, or tf.keras of TensorFlow 1.4 - 1.15",
-                allow_module_level=True)
+    pytest.skip("needs keras 2.0.0 - 2.3.1, tf.keras of TensorFlow 1.4 - 1.15, or tf_keras on "
+                "TensorFlow 2.16+", allow_module_level=True)
 
 import check_models  # noqa: E402 (numpy: only where keras is, after the skip)
 from keras_clone_fix._affected import api_version  # noqa: E402
@@ -116,6 +121,11 @@ def assert_fixed(code, report, stderr):
     assert ("unpatched" in report["checks"]["load"]) is not UNAFFECTED_RELEASE
     if UNAFFECTED_RELEASE:
         assert "is not affected" in report["summary"]
+    # Each side's interpreter: its wall time and peak memory.
+    assert list(report["sides"]) == ["patched"] if UNAFFECTED_RELEASE else \
+        ["unpatched", "patched"]
+    for costs in report["sides"].values():
+        assert costs["seconds"] > 0 and costs["peak_memory_mb"] > 50, report["sides"]
 
 
 def assert_unpatched_fails(report, expected):
@@ -154,7 +164,10 @@ def test_seq2seq_of_the_keras_examples(tmp_path):
     assert_fixed(code, report, stderr)
     assert report["risks"][0]["risk"] in ("called with tensor arguments: initial_state",
                                           "an RNN called with initial_state or constants")
-    if KERAS_AFFECTED and (2, 0, 9) <= VERSION < (2, 2, 5):
+    # tf.keras keeps clone_model in its own models module before 1.11: found there.
+    assert report["checks"]["clone"]["patched"]["result"] == "ok"
+    if KERAS_AFFECTED and (2, 0, 9) <= VERSION < (2, 2, 5) or \
+            TF_KERAS_AFFECTED and (1, 5) <= TENSORFLOW < (1, 13):
         assert_unpatched_fails(report, {"clone": "error"})
 
 
@@ -208,11 +221,66 @@ def test_an_application_model_in_words(tmp_path):
     assert lines[0] == "model: {} (weights from the model file)".format(tmp_path / "model.h5")
     assert "at risk: nothing in this model is at risk of these bugs (checked anyway)" in lines
     assert "every check matches the model's predictions" in lines[-1]
+    assert lines[-2].startswith("time, peak memory ") and lines[-2].count(" MB") == (
+        1 if UNAFFECTED_RELEASE else 2)
     progress = finished.stderr.splitlines()
-    assert progress[0].startswith("check: with keras-clone-fix: a new interpreter imports")
+    assert progress[0].startswith("check: the sides with and without the fix each import ")
+    assert progress[0].endswith("in a new interpreter, at the same time (TensorFlow and a "
+                                "large model take a while)")
     assert any(line.startswith("check: with keras-clone-fix: clone: ") and line.endswith(" s)")
                for line in progress)
+    if not UNAFFECTED_RELEASE:  # at the same time: one started before the other finished
+        assert progress.index(started_line(progress, "without the fix")) < progress.index(
+            started_line(progress, "with keras-clone-fix", "finished in "))
     assert progress[-1].startswith("check: done in ")
+
+
+def started_line(progress, heading, text="imported "):
+    start = "check: {}: {}".format(heading, text)
+    return next(line for line in progress if line.startswith(start))
+
+
+def test_jobs_1_runs_the_sides_one_after_the_other(tmp_path):
+    finished = run_python(["-m", "keras_clone_fix", "check", "--jobs", "1",
+                           str(saved(check_models.plain(keras), tmp_path))] + FAMILY_OPTIONS)
+    assert finished.returncode == 0, finished.stdout + finished.stderr
+    progress = finished.stderr.splitlines()
+    assert progress[0].endswith("in a new interpreter, one after the other (TensorFlow and a "
+                                "large model take a while)")
+    if not UNAFFECTED_RELEASE:
+        assert progress.index(started_line(progress, "with keras-clone-fix", "finished in ")) < \
+            progress.index(started_line(progress, "without the fix"))
+
+
+@pytest.mark.skipif(not HAS_MULTI_GPU_MODEL, reason="needs multi_gpu_model")
+def test_a_failure_alike_on_both_sides_names_keras_and_its_backend(tmp_path):
+    """keras 2.2.4's multi_gpu_model cannot relocate this model on TensorFlow
+    1.15 (tensorflow#30728), fix or no fix: the pair is named."""
+    code, report, stderr = check(saved(check_models.conv_batch_norm(keras), tmp_path))
+    multi_gpu = report["checks"]["multi_gpu"]
+    if KERAS_AFFECTED and VERSION == (2, 2, 4) and TENSORFLOW == (1, 15):
+        assert multi_gpu["unpatched"] == multi_gpu["patched"] and \
+            multi_gpu["patched"]["result"] == "error", multi_gpu
+    if multi_gpu["patched"]["result"] == "error":
+        assert code == 0 and report["ok"] is True
+        assert report["summary"].endswith(
+            "multi_gpu fails alike without and with the fix: keras {} with tensorflow {} cannot "
+            "do it on this model.".format(keras.__version__, tensorflow.__version__))
+    else:
+        assert_fixed(code, report, stderr)
+
+
+@pytest.mark.skipif(not TF_KERAS_PACKAGE, reason="needs tf_keras on TensorFlow 2.16+")
+def test_tf_keras_package_on_tensorflow_2_16(tmp_path):
+    """tf.keras of TensorFlow 2.16+ is Keras 3: --tf-keras checks with tf_keras, and says so."""
+    code, report, stderr = check(saved(check_models.plain(keras), tmp_path))
+    assert_fixed(code, report, stderr)
+    assert report["tf_keras"] == keras.__version__ and report["affected"] is False
+    assert report["reason"].endswith("checked with the tf_keras package {} (tf.keras of "
+                                     "TensorFlow 2.16 and later is Keras 3)".format(
+                                         keras.__version__))
+    assert report["summary"].startswith("tf_keras {} of tensorflow {} is not affected".format(
+        keras.__version__, tensorflow.__version__))
 
 
 # --- bad input: one clear line, exit status 2 --------------------------------
