@@ -23,7 +23,9 @@ import os
 import sys
 import traceback
 
-from keras_clone_fix._affected import api_version, targets_for
+from keras_clone_fix._affected import (
+    MASKED_CALL, MULTI_OUTPUT_MASK, NESTED_MASKED, SHARED_MODEL, STATE_INPUTS, TENSOR_ARGUMENTS,
+    api_version, endangered_checks, targets_for)
 
 OK, WRONG, ERROR, UNAVAILABLE = "ok", "wrong", "error", "unavailable"
 FAILED = (WRONG, ERROR)
@@ -110,6 +112,14 @@ def tensor_arguments(node):
                   if any(is_tensor(item) for item in as_list(value)))
 
 
+def parameters(function):
+    """The names of a function's parameters."""
+    try:
+        return list(inspect.signature(function).parameters)
+    except AttributeError:  # Python 2
+        return inspect.getargspec(function).args
+
+
 def release_of(keras):
     """(family, version) of a keras module, as _affected's tables know them:
     ("keras", keras's version), ("tensorflow", TensorFlow's) for tf.keras;
@@ -121,28 +131,53 @@ def release_of(keras):
     return package, keras.__version__
 
 
-def risks(keras, model):
-    """[(layer path, what puts it at risk)], in the model's layer order."""
+def model_risks(keras, model):
+    """[(layer path, risk (_affected's names), what in the layer meets it,
+    whether it runs when a model nested in another is called)], in the
+    model's layer order, whatever the release."""
     found = []
     for path, layer in all_layers(keras, model):
         nodes = inbound_nodes(layer)
+        nested = "/" in path or is_model(keras, layer)
+        masked_inputs = any(mask is not None for node in nodes
+                            for mask in node_masks(node, "input"))
         for node in nodes:
             outputs = as_list(node.output_tensors)
             masked = [mask for mask in node_masks(node, "output") if mask is not None]
-            if len(outputs) > 1 and masked:
-                found.append((path, "a layer with {} outputs carrying masks".format(len(outputs))))
+            if len(outputs) > 1 and (masked or masked_inputs):
+                found.append((path, MULTI_OUTPUT_MASK, "a layer with {} outputs {}".format(
+                    len(outputs), "carrying masks" if masked else "fed a mask"), nested))
                 break
         if is_model(keras, layer):
-            if any(mask is not None for node in nodes for mask in node_masks(node, "input")):
-                found.append((path, "a nested model fed masked tensors"))
+            if masked_inputs:
+                found.append((path, NESTED_MASKED, "a nested model fed masked tensors", nested))
             if len(nodes) > 2:  # its first node is its own, from its inputs to its outputs
-                found.append((path, "a model shared by {} calls".format(len(nodes) - 1)))
+                found.append((path, SHARED_MODEL, "a model shared by {} calls".format(
+                    len(nodes) - 1), nested))
+        elif masked_inputs and "mask" in parameters(layer.call):
+            found.append((path, MASKED_CALL, "called on a masked tensor (the mask goes into its "
+                          "call arguments)", nested))
         arguments = sorted(set(name for node in nodes for name in tensor_arguments(node)))
         if arguments:
-            found.append((path, "called with tensor arguments: " + ", ".join(arguments)))
+            found.append((path, TENSOR_ARGUMENTS, "called with tensor arguments: " + ", ".join(
+                arguments), nested))
         elif is_rnn(layer) and any(len(as_list(node.input_tensors)) > 1 for node in nodes):
             # keras 2.2.5 and tf.keras make an RNN's initial_state and constants inputs
-            found.append((path, "an RNN called with initial_state or constants"))
+            found.append((path, STATE_INPUTS, "an RNN called with initial_state or constants",
+                          nested))
+    return found
+
+
+def risks(keras, model):
+    """[(layer path, what puts it at risk, [the checks it endangers])] on
+    this release: what the model has that the release's patched routines
+    get wrong (_affected.endangered_checks); none where it is not affected."""
+    family, version = release_of(keras)
+    found = []
+    for path, risk, what, nested in model_risks(keras, model):
+        checks = endangered_checks(family, version, risk, nested)
+        if checks:
+            found.append((path, what, [name for name in CHECKS if name in checks]))
     return found
 
 
@@ -377,11 +412,7 @@ def find_multi_gpu_model(keras):
     multi_gpu_model = getattr(keras.utils, "multi_gpu_model", None)
     if multi_gpu_model is None:
         return None, name + " has no multi_gpu_model"
-    try:
-        parameters = inspect.signature(multi_gpu_model).parameters
-    except AttributeError:  # Python 2
-        parameters = inspect.getargspec(multi_gpu_model).args
-    if "cpu_relocation" not in parameters:
+    if "cpu_relocation" not in parameters(multi_gpu_model):
         return None, name + "'s multi_gpu_model has no cpu_relocation"
     return multi_gpu_model, None
 

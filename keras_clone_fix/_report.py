@@ -135,7 +135,8 @@ def text(made):
     lines = ["model: {} ({})".format(made["model"], made["weights"]), made["reason"] + backend,
              "at risk:" if made["risks"] else
              "at risk: nothing in this model is at risk of these bugs (checked anyway)"]
-    lines += ["  {}: {}".format(risk["layer"], risk["risk"]) for risk in made["risks"]]
+    lines += ["  {}: {}; endangers {}".format(risk["layer"], risk["risk"], _names(risk["checks"]))
+              for risk in made["risks"]]
     sides = [side for side in (UNPATCHED, PATCHED)
              if any(side in checks for checks in made["checks"].values())]
     row = "{:<20}" + "{:<%d}" % (CELL + 2) * (len(sides) - 1) + "{}"

@@ -83,6 +83,14 @@ def shared_masked_encoder(keras):
     return keras.models.Model([first, second], [encoder(first), encoder(second)])
 
 
+def masked_gru_state(keras):
+    """Masking -> GRU(return_state=True), the last state the output: a layer
+    with two outputs fed a mask."""
+    x = keras.layers.Input(shape=(STEPS, 3))
+    _, state = keras.layers.GRU(4, return_state=True, name="gru")(keras.layers.Masking()(x))
+    return keras.models.Model(x, state)
+
+
 def plain(keras):
     x = keras.layers.Input(shape=(4,))
     return keras.models.Model(x, keras.layers.Dense(2)(keras.layers.Dense(3)(x)))
