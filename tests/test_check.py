@@ -359,6 +359,8 @@ def test_json_or_text_that_is_not_a_model(tmp_path, content, words):
 
 
 @pytest.mark.skipif(not MULTI_OUTPUT_BUILDS, reason="needs a multi-output layer")
+@pytest.mark.skipif(TF_KERAS_PACKAGE, reason="tf_keras 2.21 loads this file without "
+                    "--custom-objects, and every check matches (measured)")
 def test_unknown_layer_class_names_it_and_the_option(tmp_path, user_module):
     model = check_models.multi_output_masking(keras, user_module[1].SplitOutputs)
     assert_bad_input(check(saved(model, tmp_path)), "layer class 'SplitOutputs' is not known",
