@@ -96,8 +96,10 @@ def run_checks(family, make_model, batch=4, timesteps=8, seed=0, progress=lambda
 
     risks, checks, predictions = _check.check_model(keras, model, batch, timesteps, seed, checked)
     side["patched"] = keras_clone_fix.status().patched
-    side["risks"] = [collections.OrderedDict([("layer", layer), ("risk", risk), ("checks", checks)])
-                     for layer, risk, checks in risks]
+    # (Python 2's comprehensions leak their names: none of them may be `checks`.)
+    side["risks"] = [collections.OrderedDict([("layer", layer), ("risk", risk),
+                                              ("checks", endangered)])
+                     for layer, risk, endangered in risks]
     side["checks"] = checks
     return side, predictions
 
