@@ -20,12 +20,13 @@ import threading
 import time
 
 from keras_clone_fix import _check
-from keras_clone_fix._affected import is_affected, parse_version
+from keras_clone_fix._affected import api_version, is_affected, parse_version
 from keras_clone_fix._model_file import KERAS, BadInput
 from keras_clone_fix._report import PATCHED, UNPATCHED
 
 PROGRESS = "PROGRESS "
 KERAS_3_IN_TENSORFLOW = (2, 16, 0)
+KERAS_3 = (3, 0, 0)
 
 
 def family_module(family):
@@ -80,6 +81,11 @@ def run_checks(family, make_model, batch=4, timesteps=8, seed=0, progress=lambda
     import keras_clone_fix
     started = started or time.time()
     keras = family_module(family)
+    if api_version(keras) >= KERAS_3:
+        raise BadInput("{} is Keras 3, which is not affected by these bugs, and check's engine reads "
+                       "Keras 2's graphs only: it checks keras 2.0 - 2.15, tf.keras and "
+                       "tf_keras{}".format(_check.release_name(keras), "" if family == KERAS else
+                                           " (install tf_keras for --tf-keras)"))
     side = facts(family, keras)
     progress("imported {} {} in {:.1f} s".format(family, keras.__version__,
                                                   time.time() - started))

@@ -309,6 +309,19 @@ def test_a_failure_alike_on_both_sides_names_keras_and_its_backend(tmp_path):
 
 
 @pytest.mark.skipif(not TF_KERAS_PACKAGE, reason="needs tf_keras on TensorFlow 2.16+")
+def test_a_keras_3_file_checked_with_keras_3_is_one_clear_line(tmp_path):
+    import keras as keras_3
+    path = tmp_path / "model.h5"
+    check_models.plain(keras_3).save(str(path))
+    finished = run_python(["-m", "keras_clone_fix", "check", str(path), "--keras", "--quiet"])
+    assert finished.returncode == 2 and finished.stdout == ""
+    assert finished.stderr == (
+        "python -m keras_clone_fix check: keras {} is Keras 3, which is not affected by these "
+        "bugs, and check's engine reads Keras 2's graphs only: it checks keras 2.0 - 2.15, "
+        "tf.keras and tf_keras\n".format(keras_3.__version__)), finished.stderr
+
+
+@pytest.mark.skipif(not TF_KERAS_PACKAGE, reason="needs tf_keras on TensorFlow 2.16+")
 def test_tf_keras_package_on_tensorflow_2_16(tmp_path):
     """tf.keras of TensorFlow 2.16+ is Keras 3: --tf-keras checks with tf_keras, and says so."""
     code, report, stderr = check(saved(check_models.plain(keras), tmp_path))
