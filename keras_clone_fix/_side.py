@@ -82,8 +82,8 @@ def run_checks(family, make_model, batch=4, timesteps=8, seed=0, progress=lambda
     started = started or time.time()
     keras = family_module(family)
     if api_version(keras) >= KERAS_3:
-        raise BadInput("{} is Keras 3, which is not affected by these bugs, and check's engine reads "
-                       "Keras 2's graphs only: it checks keras 2.0 - 2.15, tf.keras and "
+        raise BadInput("{} is Keras 3, which is not affected by these bugs, and check's engine "
+                       "reads Keras 2's graphs only: it checks keras 2.0 - 2.15, tf.keras and "
                        "tf_keras{}".format(_check.release_name(keras), "" if family == KERAS else
                                            " (install tf_keras for --tf-keras)"))
     side = facts(family, keras)
