@@ -1,8 +1,10 @@
 """What `python -m keras_clone_fix check MODEL_FILE` costs on large models:
 prints seconds and peak memory (max RSS) of the command's own process and
-of each side's interpreter; asserts nothing.
+of each side's interpreter, and the command's wall time beside the sum of
+its two sides' times (they run at the same time); asserts nothing.
 
     nox -s check-cost   (Python 3.7, TensorFlow 1.15, Keras 2.2.4)
+    python benchmarks/check_cost.py resnet50   (the models named only)
 
 The models, saved to a temporary directory: a BERT-base-sized encoder
 (Embedding with mask_zero, 12 blocks of hidden size 768, 12 heads,
@@ -127,6 +129,9 @@ def measure(name, build, scratch, options=()):
     for process, side_seconds, megabytes in peaks:
         print("| {} | {} | {} MB |".format(process, side_seconds or "{:.0f}".format(seconds),
                                            megabytes))
+    sides = [float(side_seconds) for _, side_seconds, _ in peaks if side_seconds]
+    print("wall time of check: {:.0f} s; its {} sides' own times added: {:.0f} s".format(
+        seconds, len(sides), sum(sides)))
     print(finished.stdout.rstrip().splitlines()[-1])
     if finished.returncode:
         print(finished.stderr[-3000:])
@@ -135,12 +140,15 @@ def measure(name, build, scratch, options=()):
 def main():
     print("check cost: Python {}, keras {}, tensorflow {}".format(
         sys.version.split()[0], keras.__version__, tf.__version__))
-    print("`python -m keras_clone_fix check MODEL_FILE` (two sides: with the fix, then "
-          "without; each a new interpreter)")
+    print("`python -m keras_clone_fix check MODEL_FILE` (two sides, with and without the fix, "
+          "at the same time; each a new interpreter)")
+    models = {"bert_base": (bert_base, ["--custom-objects", "check_cost"]),
+              "resnet50": (resnet50, [])}
     scratch = tempfile.mkdtemp(prefix="check-cost-")
     try:
-        measure("bert_base", bert_base, scratch, ["--custom-objects", "check_cost"])
-        measure("resnet50", resnet50, scratch)
+        for name in sys.argv[1:] or sorted(models):
+            build, options = models[name]
+            measure(name, build, scratch, options)
     finally:
         shutil.rmtree(scratch)
 

@@ -49,19 +49,65 @@ RELEASES = {
 FAMILIES = tuple(sorted(RELEASES))
 
 
+# What a release's rebuild routines get wrong, as what a model has that meets
+# it: the risks _check finds in a model. Each rule answers the risks it is
+# named for here; a target meets the risks of its rules, and a target row may
+# declare others (risks=...). A new rule or row adds its risks here, nowhere else.
+MASKED_CALL = "masked call"  # a layer called on a masked tensor: its mask recorded
+MULTI_OUTPUT_MASK = "multi-output mask"  # several outputs, one mask between them
+TENSOR_ARGUMENTS = "tensor arguments"  # tensors of the original graph among call arguments
+STATE_INPUTS = "state inputs"  # an RNN's initial_state / constants: inputs and arguments
+SHARED_MODEL = "shared model"  # a model called more than once
+NESTED_MASKED = "nested masked"  # a model fed masked tensors
+NESTED_OUTPUT_MASKS = "nested output masks"  # a model in a model, its outputs masked
+RULE_RISKS = {
+    "CopyNodeArguments": (MASKED_CALL, SHARED_MODEL, NESTED_MASKED),
+    "PropagatedMaskNotPassedBack": (MASKED_CALL, TENSOR_ARGUMENTS),
+    "LayerCallPropagatesMasks": (MASKED_CALL, NESTED_MASKED),
+    "RecordedOutputMasks": (MULTI_OUTPUT_MASK, NESTED_MASKED),
+    "OneMaskPerOutput": (MULTI_OUTPUT_MASK,),
+    "MapTensorsInCallArguments": (TENSOR_ARGUMENTS,),
+    "ArgumentsInInputsPassedOnce": (STATE_INPUTS,),
+    "InputLayerPassesMask": (NESTED_MASKED,),
+    "MaskAlreadyComputedKept": (NESTED_OUTPUT_MASKS,),
+}
+# The checks (_check.CHECKS) that a routine's mistakes endanger: the clone
+# routine clones (multi_gpu_model clones too); the routine that calls a model
+# on new tensors nests it, calls it twice, splits it for multi_gpu_model, and
+# runs for every model nested in another whenever that one is loaded or cloned;
+# Layer.__call__'s mask bookkeeping runs for every call of a nested model,
+# whichever routine (or the loading) calls it.
+CLONE_ROUTINE = "clone_functional_model"
+ROUTINE_CHECKS = {
+    CLONE_ROUTINE: ("clone", "clone_of_clone", "multi_gpu", "original_unchanged"),
+    "run_internal_graph": ("nested", "called_twice", "multi_gpu", "original_unchanged"),
+    "set_mask_metadata": ("load", "clone", "clone_of_clone", "nested", "called_twice",
+                          "multi_gpu"),
+}
+NESTED_MODEL_CHECKS = ("load", "clone", "clone_of_clone")
+
+
 class Target(object):
     """A patched function of a family's releases [first, past). A plain
     class: collections.namedtuple costs 0.3 ms a class on Python 3.6, in
-    every patch()."""
+    every patch(). `risks`: what in a model its release's routine gets
+    wrong; by default, what its rules answer (RULE_RISKS)."""
 
-    __slots__ = ("family", "module", "attribute", "first", "past", "rules", "why")
+    __slots__ = ("family", "module", "attribute", "first", "past", "rules", "why", "risks")
 
-    def __init__(self, family, module, attribute, first, past, rules, why):
+    def __init__(self, family, module, attribute, first, past, rules, why, risks=None):
         self.family, self.module, self.attribute = family, module, attribute
         self.first, self.past, self.rules, self.why = first, past, rules, why
+        self.risks = risks if risks is not None else tuple(
+            risk for rule in rules for risk in RULE_RISKS[rule])
 
     def __repr__(self):
         return "Target({})".format(", ".join(repr(getattr(self, name)) for name in self.__slots__))
+
+    def routine(self):
+        """The routine, a key of ROUTINE_CHECKS: the attribute without its
+        class and leading underscore."""
+        return self.attribute.rpartition(".")[2].lstrip("_")
 
 
 # What is patched: each target (a function, or Class.method, of a module of
@@ -198,3 +244,17 @@ def targets_for(family, version):
 
 def target_name(target):
     return "{}.{}".format(target.module, target.attribute)
+
+
+def endangered_checks(family, version, risk, in_nested_model):
+    """The checks a risk of a model endangers on a release (a version string
+    of a family), in no order: those of each routine patched there that gets
+    the risk wrong; none where the release is not affected."""
+    checks = set()
+    for target in targets_for(family, version):
+        if risk in target.risks:
+            routine = target.routine()
+            checks.update(ROUTINE_CHECKS[routine])
+            if in_nested_model and routine != CLONE_ROUTINE:
+                checks.update(NESTED_MODEL_CHECKS)
+    return checks

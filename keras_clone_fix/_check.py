@@ -4,10 +4,10 @@ Given a family's keras module (`keras`, or `tensorflow.keras`) and a built
 model, it makes inputs from the model's own input shapes and dtypes, names
 what in the model puts it at risk of the rebuild bugs, and runs the checks
 (clone, clone_of_clone, nested, called_twice, multi_gpu), each comparing
-predictions with the model's own on the same inputs; `load` compares the
-model's predictions with those of the side that loaded it with the fix,
-where given; `original_unchanged` says which checks changed the call
-arguments recorded in the original's nodes. Those are put back after each
+predictions with the model's own on the same inputs; `load` is that the
+model predicts (`check` compares those predictions with the side's that
+loaded it with the fix); `original_unchanged` says which checks changed
+the call arguments recorded in the original's nodes. Those are put back after each
 check, so that no check computes with what an earlier one left. It runs in
 the interpreter whose fix state is being checked: a side of `check`, or the
 self-check's own.
@@ -23,7 +23,9 @@ import os
 import sys
 import traceback
 
-from keras_clone_fix._affected import api_version
+from keras_clone_fix._affected import (
+    MASKED_CALL, MULTI_OUTPUT_MASK, NESTED_MASKED, NESTED_OUTPUT_MASKS, SHARED_MODEL, STATE_INPUTS,
+    TENSOR_ARGUMENTS, api_version, endangered_checks, targets_for)
 
 OK, WRONG, ERROR, UNAVAILABLE = "ok", "wrong", "error", "unavailable"
 FAILED = (WRONG, ERROR)
@@ -39,9 +41,10 @@ def result(outcome, detail=""):
 
 
 def release_name(keras):
-    """"keras 2.2.4", or "tf.keras 2.2.4-tf" (tf.keras's own version)."""
-    return "{} {}".format("tf.keras" if "tensorflow" in keras.__name__ else "keras",
-                          keras.__version__)
+    """"keras 2.2.4", "tf.keras 2.2.4-tf" (tf.keras's own version), or
+    "tf_keras 2.21.0" (the package tf.keras is on TensorFlow 2.16+)."""
+    package = keras.__name__.split(".")[0]
+    return "{} {}".format("tf.keras" if package == "tensorflow" else package, keras.__version__)
 
 
 def error_result(error):
@@ -109,28 +112,76 @@ def tensor_arguments(node):
                   if any(is_tensor(item) for item in as_list(value)))
 
 
-def risks(keras, model):
-    """[(layer path, what puts it at risk)], in the model's layer order."""
+def parameters(function):
+    """The names of a function's parameters."""
+    try:
+        return list(inspect.signature(function).parameters)
+    except AttributeError:  # Python 2
+        return inspect.getargspec(function).args
+
+
+def release_of(keras):
+    """(family, version) of a keras module, as _affected's tables know them:
+    ("keras", keras's version), ("tensorflow", TensorFlow's) for tf.keras;
+    tf_keras and Keras 3 are families of their own there, without targets."""
+    package = keras.__name__.split(".")[0]
+    if package == "tensorflow":
+        import tensorflow
+        return package, tensorflow.__version__
+    return package, keras.__version__
+
+
+def model_risks(keras, model):
+    """[(layer path, risk (_affected's names), what in the layer meets it,
+    whether it runs when a model nested in another is called)], in the
+    model's layer order, whatever the release."""
     found = []
     for path, layer in all_layers(keras, model):
         nodes = inbound_nodes(layer)
+        nested = "/" in path or is_model(keras, layer)
+        masked_inputs = any(mask is not None for node in nodes
+                            for mask in node_masks(node, "input"))
         for node in nodes:
             outputs = as_list(node.output_tensors)
             masked = [mask for mask in node_masks(node, "output") if mask is not None]
-            if len(outputs) > 1 and masked:
-                found.append((path, "a layer with {} outputs carrying masks".format(len(outputs))))
+            if len(outputs) > 1 and (masked or masked_inputs):
+                found.append((path, MULTI_OUTPUT_MASK, "a layer with {} outputs {}".format(
+                    len(outputs), "carrying masks" if masked else "fed a mask"), nested))
                 break
         if is_model(keras, layer):
-            if any(mask is not None for node in nodes for mask in node_masks(node, "input")):
-                found.append((path, "a nested model fed masked tensors"))
+            if masked_inputs:
+                found.append((path, NESTED_MASKED, "a nested model fed masked tensors", nested))
+            if any(mask is not None for node in nodes[1:]  # its own node is first
+                   for mask in node_masks(node, "output")):
+                found.append((path, NESTED_OUTPUT_MASKS, "a nested model whose outputs carry "
+                              "masks", nested))
             if len(nodes) > 2:  # its first node is its own, from its inputs to its outputs
-                found.append((path, "a model shared by {} calls".format(len(nodes) - 1)))
+                found.append((path, SHARED_MODEL, "a model shared by {} calls".format(
+                    len(nodes) - 1), nested))
+        elif masked_inputs and "mask" in parameters(layer.call):
+            found.append((path, MASKED_CALL, "called on a masked tensor (the mask goes into its "
+                          "call arguments)", nested))
         arguments = sorted(set(name for node in nodes for name in tensor_arguments(node)))
         if arguments:
-            found.append((path, "called with tensor arguments: " + ", ".join(arguments)))
+            found.append((path, TENSOR_ARGUMENTS, "called with tensor arguments: " + ", ".join(
+                arguments), nested))
         elif is_rnn(layer) and any(len(as_list(node.input_tensors)) > 1 for node in nodes):
             # keras 2.2.5 and tf.keras make an RNN's initial_state and constants inputs
-            found.append((path, "an RNN called with initial_state or constants"))
+            found.append((path, STATE_INPUTS, "an RNN called with initial_state or constants",
+                          nested))
+    return found
+
+
+def risks(keras, model):
+    """[(layer path, what puts it at risk, [the checks it endangers])] on
+    this release: what the model has that the release's patched routines
+    get wrong (_affected.endangered_checks); none where it is not affected."""
+    family, version = release_of(keras)
+    found = []
+    for path, risk, what, nested in model_risks(keras, model):
+        checks = endangered_checks(family, version, risk, nested)
+        if checks:
+            found.append((path, what, [name for name in CHECKS if name in checks]))
     return found
 
 
@@ -248,14 +299,13 @@ def compare(expected, got):
 
 def find_clone_model(keras):
     """clone_model, or None: keras has it from 2.0.7; tf.keras exports it
-    from 1.11 and keeps it in its private models module before."""
+    from 1.11 and before keeps it beside its clone routine, in the module
+    that _affected.TARGETS names for the installed TensorFlow."""
     clone_model = getattr(keras.models, "clone_model", None)
-    if clone_model is None and "tensorflow" in keras.__name__:
-        try:
-            clone_model = importlib.import_module(
-                "tensorflow.python.keras._impl.keras.models").clone_model
-        except (ImportError, AttributeError):
-            pass
+    if clone_model is None and keras.__name__.startswith("tensorflow"):
+        for target in targets_for(*release_of(keras)):
+            if target.attribute == "_clone_functional_model":
+                clone_model = getattr(importlib.import_module(target.module), "clone_model", None)
     return clone_model
 
 
@@ -273,20 +323,17 @@ def called_on(keras, model, inputs):
 class Checks(object):
     """The checks of one model, in one interpreter."""
 
-    def __init__(self, keras, model, inputs, other_inputs, reference=None):
+    def __init__(self, keras, model, inputs, other_inputs):
         self.keras, self.model = keras, model
         self.inputs, self.other_inputs = inputs, other_inputs
         self.expected = predict(model, inputs)
-        self.reference = reference
         self.arguments = snapshot_arguments(keras, model)
         self.changes = []  # (check, layer path, call index, argument names)
         self.clone_model = find_clone_model(keras)
         self.clone = None
 
     def check_load(self):
-        if self.reference is None:
-            return result(OK, "the reference predictions")
-        return compare(self.reference, self.expected)
+        return result(OK, "the model predicts on the inputs")
 
     def cloned(self, model):
         clone = self.clone_model(model)
@@ -409,11 +456,7 @@ def find_multi_gpu_model(keras):
     multi_gpu_model = getattr(keras.utils, "multi_gpu_model", None)
     if multi_gpu_model is None:
         return None, name + " has no multi_gpu_model"
-    try:
-        parameters = inspect.signature(multi_gpu_model).parameters
-    except AttributeError:  # Python 2
-        parameters = inspect.getargspec(multi_gpu_model).args
-    if "cpu_relocation" not in parameters:
+    if "cpu_relocation" not in parameters(multi_gpu_model):
         return None, name + "'s multi_gpu_model has no cpu_relocation"
     return multi_gpu_model, None
 
@@ -437,12 +480,10 @@ def simulate_two_gpus(keras):
         tensorflow.config.set_soft_device_placement(True)
 
 
-def check_model(keras, model, batch=4, timesteps=8, seed=0, reference=None, progress=None,
-                given=None):
+def check_model(keras, model, batch=4, timesteps=8, seed=0, progress=None, given=None):
     """(risks, {check name: result}, the model's predictions, the inputs'
-    shapes) of a model built or loaded in this interpreter; `reference`: the
-    predictions the `load` check compares with; `given`: the user's arrays
-    for the model's inputs, else they are made from its inputs."""
+    shapes) of a model built or loaded in this interpreter; `given`: the
+    user's arrays for the model's inputs, else they are made from its inputs."""
     if given is None:
         inputs = make_inputs(keras, model, batch, timesteps, seed)
         other_inputs = make_inputs(keras, model, batch, timesteps, seed + 1, reverse=True)
@@ -451,7 +492,7 @@ def check_model(keras, model, batch=4, timesteps=8, seed=0, reference=None, prog
     shapes = [list(array.shape) for array in inputs]
     found = risks(keras, model)
     try:
-        checks = Checks(keras, model, inputs, other_inputs, reference)
+        checks = Checks(keras, model, inputs, other_inputs)
     except Exception as error:  # the model cannot even predict: nothing to compare with
         results = collections.OrderedDict(
             (name, result(UNAVAILABLE, "not run: the model cannot predict")) for name in CHECKS)

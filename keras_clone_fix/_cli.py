@@ -166,13 +166,15 @@ def _weights_text(arguments, file_format):
     return "the model's initial weights: the JSON has none (give --weights FILE)"
 
 
-def _not_loaded(side, message):
-    """A side without the fix that could not load the model."""
+def _not_loaded(patched, unpatched):
+    """The side without the fix, which could not load the model: the other
+    side's facts, its own failure, time and memory."""
     checks = collections.OrderedDict(
         (name, _check.result(_check.UNAVAILABLE, "not run: the model did not load"))
         for name in _check.CHECKS)
-    checks["load"] = _check.result(_check.ERROR, message)
-    return dict(side, checks=checks)
+    checks["load"] = _check.result(_check.ERROR, unpatched["bad_input"])
+    return dict(patched, checks=checks, seconds=unpatched["seconds"],
+                peak_memory_mb=unpatched["peak_memory_mb"])
 
 
 def run_check(arguments):
@@ -201,24 +203,19 @@ def run_check(arguments):
             inputs=arguments.inputs and os.path.abspath(arguments.inputs),
             weights=arguments.weights and os.path.abspath(arguments.weights),
             batch=arguments.batch, timesteps=arguments.timesteps, seed=arguments.seed,
-            reference=os.path.join(scratch, "reference.npz"),
             initial_weights=os.path.join(scratch, "initial-weights.h5"))
-        sides = collections.OrderedDict()
-        for name, fix in ((_report.PATCHED, True), (_report.UNPATCHED, False)):
-            if not fix and not sides[_report.PATCHED]["affected"]:
-                break
-            heading = _report.HEADINGS[name]
-            progress("{}: a new interpreter imports {} and loads {} (TensorFlow and a large "
-                     "model take a while)".format(heading, family, arguments.model_file))
-            side = _side.run_side(request, scratch, name, fix,
-                                  lambda text: progress("{}: {}".format(heading, text)))
-            if "bad_input" in side:
-                if fix:
-                    raise _model_file.BadInput(side.pop("bad_input"), side)
-                side = _not_loaded(sides[_report.PATCHED], side["bad_input"])
-            sides[name] = side
-            if fix and side["checks"]["load"]["result"] in _check.FAILED:
-                break  # it cannot predict: no check can say anything
+        progress("the sides with and without the fix each import {} and load {} in a new "
+                 "interpreter, {} (TensorFlow and a large model take a while)".format(
+                     family, arguments.model_file,
+                     "one after the other" if arguments.jobs == 1 else "at the same time"))
+        sides = _side.run_sides(request, scratch, arguments.jobs, lambda name, text: progress(
+            "{}: {}".format(_report.HEADINGS[name], text)))
+        if "bad_input" in sides[_report.PATCHED]:
+            patched = sides[_report.PATCHED]
+            raise _model_file.BadInput(patched.pop("bad_input"), patched)
+        if "bad_input" in sides.get(_report.UNPATCHED, {}):
+            sides[_report.UNPATCHED] = _not_loaded(sides[_report.PATCHED],
+                                                   sides[_report.UNPATCHED])
         sides = collections.OrderedDict(
             (name, sides[name]) for name in (_report.UNPATCHED, _report.PATCHED) if name in sides)
     finally:
@@ -306,6 +303,9 @@ def _check_parser():
                         help="load a file whose Lambda layers hold Python code, which loading "
                              "runs (by default such a file is refused, as Keras's safe_mode "
                              "does)")
+    parser.add_argument("--jobs", type=_positive, default=2, metavar="N",
+                        help="interpreters at a time: 2 (the default) runs the sides with and "
+                             "without the fix at the same time, 1 one after the other")
     parser.add_argument("--json", action="store_true",
                         help="print the report as JSON, at every exit status")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")

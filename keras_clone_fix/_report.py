@@ -9,7 +9,10 @@ from keras_clone_fix._check import CHECKS, FAILED, OK, UNAVAILABLE
 # The sides, in report order: without the fix, with it.
 UNPATCHED, PATCHED = "unpatched", "patched"
 HEADINGS = {UNPATCHED: "without the fix", PATCHED: "with keras-clone-fix"}
-FAMILY_FACTS = ("family", "keras", "backend", "tensorflow", "affected", "reason")
+FAMILY_FACTS = ("family", "keras", "tf_keras", "backend", "tensorflow", "theano", "cntk",
+                "affected", "reason")
+# What `check` measures of each side's interpreter.
+COSTS = ("seconds", "peak_memory_mb")
 CELL = 46
 MADE_INPUTS = "made from the model's inputs"
 REPORT_A_BUG = ("that is a bug of keras-clone-fix: please report it on its issue tracker, "
@@ -19,7 +22,21 @@ REPORT_A_BUG = ("that is a bug of keras-clone-fix: please report it on its issue
 def release(facts):
     if facts["family"] == "keras":
         return "keras " + facts["keras"]
+    if "tf_keras" in facts:  # TensorFlow 2.16+, checked with the tf_keras package
+        return "tf_keras {} of tensorflow {}".format(facts["tf_keras"], facts["tensorflow"])
+    if "keras" in facts:  # TensorFlow 2.16+, whose tf.keras is Keras 3
+        return "tf.keras of tensorflow {} (keras {})".format(facts["tensorflow"], facts["keras"])
     return "tf.keras of tensorflow " + facts["tensorflow"]
+
+
+def stack(facts):
+    """The release and the backend it runs on: what a failure of both sides
+    belongs to (keras 2.2.4's multi_gpu_model fails on TensorFlow 1.15, not
+    on 1.14)."""
+    backend = facts.get("backend")
+    if facts["family"] == "keras" and backend in facts:
+        return "{} with {} {}".format(release(facts), backend, facts[backend])
+    return release(facts)
 
 
 def same_failure(sides):
@@ -41,7 +58,7 @@ def _alike(section):
     if not alike:
         return ""
     return " {} {} alike without and with the fix: {} cannot do {} on this model.".format(
-        _names(alike), _fail(alike), release(section),
+        _names(alike), _fail(alike), stack(section),
         "it" if len(alike) == 1 else "them")
 
 
@@ -97,6 +114,11 @@ def section(model, weights, sides, inputs=MADE_INPUTS):
                                                   ("shapes", first["inputs"])])
     made.update((key, first[key]) for key in FAMILY_FACTS if key in first)
     made["risks"] = first["risks"]
+    costs = collections.OrderedDict(
+        (side, collections.OrderedDict((cost, sides[side][cost]) for cost in COSTS))
+        for side in (UNPATCHED, PATCHED) if side in sides and COSTS[0] in sides[side])
+    if costs:  # `check`'s sides, each in its own interpreter
+        made["sides"] = costs
     made["checks"] = collections.OrderedDict(
         (name, collections.OrderedDict((side, sides[side]["checks"][name])
                                        for side in (UNPATCHED, PATCHED) if side in sides))
@@ -127,14 +149,26 @@ def text(made):
             ", ".join(shape_text(shape) for shape in made["inputs"]["shapes"])))
     lines.append("at risk:" if made["risks"] else
                  "at risk: nothing in this model is at risk of these bugs (checked anyway)")
-    lines += ["  {}: {}".format(risk["layer"], risk["risk"]) for risk in made["risks"]]
+    lines += ["  {}: {}; endangers {}".format(risk["layer"], risk["risk"], _names(risk["checks"]))
+              for risk in made["risks"]]
     sides = [side for side in (UNPATCHED, PATCHED)
              if any(side in checks for checks in made["checks"].values())]
     row = "{:<20}" + "{:<%d}" % (CELL + 2) * (len(sides) - 1) + "{}"
     lines.append(row.format("check", *[HEADINGS[side] for side in sides]))
     lines += [row.format(name, *[_cell(checks.get(side)) for side in sides])
               for name, checks in made["checks"].items()]
+    if "sides" in made:
+        lines.append(row.format("time, peak memory", *[_costs(made["sides"].get(side))
+                                                       for side in sides]))
     return lines + [made["summary"]]
+
+
+def _costs(costs):
+    if costs is None:
+        return "-"
+    memory = costs["peak_memory_mb"]
+    return "{:.1f} s, {}".format(costs["seconds"], "?" if memory is None else
+                                 "{} MB".format(memory))
 
 
 def as_json(report):

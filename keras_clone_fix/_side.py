@@ -2,10 +2,13 @@
 state (patched or not) is the one being checked.
 
 `check` runs each side in its own interpreter (`python -m
-keras_clone_fix._side REQUEST`): it writes a request (JSON) to its scratch
-directory, reads the side's progress lines on stdout ("PROGRESS ...") as
-they come, and the side's result (JSON) from the file the request names.
-The self-check runs one side in its own interpreter, on the built-in model.
+keras_clone_fix._side REQUEST`), both at once unless told otherwise: it
+writes a request (JSON) to its scratch directory, reads each side's
+progress lines on stdout ("PROGRESS ...") as they come, and the side's
+result (JSON) and predictions (.npz) from the files the request names;
+the `load` check of the side without the fix is the comparison of the two
+sides' predictions. The self-check runs one side in its own interpreter,
+on the built-in model.
 """
 
 import collections
@@ -13,21 +16,33 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 
 from keras_clone_fix import _check, _given_inputs
-from keras_clone_fix._affected import is_affected
+from keras_clone_fix._affected import api_version, is_affected, parse_version
 from keras_clone_fix._model_file import KERAS, BadInput
+from keras_clone_fix._report import PATCHED, UNPATCHED
 
 PROGRESS = "PROGRESS "
+KERAS_3_IN_TENSORFLOW = (2, 16, 0)
+KERAS_3 = (3, 0, 0)
 
 
 def family_module(family):
-    """The keras module of a family: `keras`, or tf.keras."""
+    """The keras module of a family: `keras`, or tf.keras; on TensorFlow
+    2.16 and later, whose tf.keras is Keras 3, the tf_keras package (the
+    tf.keras of TensorFlow 2.15) where it is installed."""
     if family == KERAS:
         import keras
         return keras
     import tensorflow
+    if parse_version(tensorflow.__version__, leading=True) >= KERAS_3_IN_TENSORFLOW:
+        try:
+            import tf_keras
+            return tf_keras
+        except ImportError:
+            pass
     return tensorflow.keras
 
 
@@ -38,23 +53,40 @@ def facts(family, keras):
     if family == KERAS:
         found["keras"] = keras.__version__
         found["backend"] = keras.backend.backend()
+        backend = sys.modules.get(found["backend"])  # Theano's or CNTK's version too
+        if backend is not None and found["backend"] != "tensorflow":
+            found[found["backend"]] = backend.__version__
         affected, reason = is_affected("keras", keras.__version__)
     else:
         affected, reason = is_affected("tensorflow", tensorflow.__version__)
+        package = keras.__name__.split(".")[0]
+        if package == "tf_keras":
+            found["tf_keras"] = keras.__version__
+            reason += "; checked with the tf_keras package {} (tf.keras of TensorFlow 2.16 " \
+                      "and later is Keras 3)".format(keras.__version__)
+        elif package == "keras":
+            found["keras"] = keras.__version__
+            reason += "; tf.keras of TensorFlow 2.16 and later is Keras {}, checked as " \
+                      "such (install tf_keras to check with Keras 2)".format(keras.__version__)
     if tensorflow is not None:
         found["tensorflow"] = tensorflow.__version__
     found["affected"], found["reason"] = bool(affected), reason
     return found
 
 
-def run_checks(family, make_model, batch=4, timesteps=8, seed=0, reference=None,
-               progress=lambda text: None, started=None, inputs_file=None):
+def run_checks(family, make_model, batch=4, timesteps=8, seed=0, progress=lambda text: None,
+               started=None, inputs_file=None):
     """(side: dict, the model's predictions): the engine on make_model(keras);
     `started`: when importing the family began; `inputs_file`: the user's
     arrays (.npz), else inputs are made from the model's."""
     import keras_clone_fix
     started = started or time.time()
     keras = family_module(family)
+    if api_version(keras) >= KERAS_3:
+        raise BadInput("{} is Keras 3, which is not affected by these bugs, and check's engine "
+                       "reads Keras 2's graphs only: it checks keras 2.0 - 2.15, tf.keras and "
+                       "tf_keras{}".format(_check.release_name(keras), "" if family == KERAS else
+                                           " (install tf_keras for --tf-keras)"))
     side = facts(family, keras)
     progress("imported {} {} in {:.1f} s".format(family, keras.__version__,
                                                   time.time() - started))
@@ -71,10 +103,12 @@ def run_checks(family, make_model, batch=4, timesteps=8, seed=0, reference=None,
 
     given = _given_inputs.load(keras, model, inputs_file) if inputs_file else None
     risks, checks, predictions, shapes = _check.check_model(
-        keras, model, batch, timesteps, seed, reference, checked, given)
+        keras, model, batch, timesteps, seed, checked, given)
     side["patched"] = keras_clone_fix.status().patched
-    side["risks"] = [collections.OrderedDict([("layer", layer), ("risk", risk)])
-                     for layer, risk in risks]
+    # (Python 2's comprehensions leak their names: none of them may be `checks`.)
+    side["risks"] = [collections.OrderedDict([("layer", layer), ("risk", risk),
+                                              ("checks", endangered)])
+                     for layer, risk, endangered in risks]
     side["checks"] = checks
     side["inputs"] = shapes
     return side, predictions
@@ -98,30 +132,40 @@ def _native(path):
 
 
 def _model_maker(request):
+    """make_model(keras) for run_checks. A JSON file without --weights has
+    none: the side with the fix saves its initial ones, and the other,
+    running at the same time, waits for them (the `check` command stops it
+    if they never come)."""
     from keras_clone_fix import _model_file
 
     def make_model(keras):
         objects = _model_file.custom_objects([_native(spec) for spec in request["custom_objects"]])
         initial = _native(request["initial_weights"])
-        weights = _native(request["weights"]) or (initial if os.path.exists(initial) else None)
+        weights = _native(request["weights"])
         _model_file.refuse_later_release(keras, request["model_file"], request["keras_version"])
+        shares_initial_weights = request["format"] == "json" and weights is None
+        if shares_initial_weights and not request["fix"]:
+            while not os.path.exists(initial):
+                time.sleep(0.1)
+            weights = initial
         model = _model_file.load(keras, _native(request["model_file"]), request["format"],
                                  objects, weights)
-        if request["format"] == "json" and weights is None:  # the other side gets the same
-            model.save_weights(initial)
+        if shares_initial_weights and request["fix"]:
+            writing = initial[:-len(".h5")] + "-writing.h5"
+            model.save_weights(writing)
+            os.rename(writing, initial)  # whole, for the side that waits
         return model
     return make_model
 
 
-def _peak_memory():
-    """", peak memory N MB" of this interpreter, where the OS tells it."""
+def _peak_memory_mb():
+    """This interpreter's peak memory (MB), None where the OS does not tell it."""
     try:
         import resource
     except ImportError:  # Windows
-        return ""
+        return None
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return ", peak memory {:.0f} MB".format(peak / (1024.0 * 1024 if sys.platform == "darwin"
-                                                    else 1024.0))
+    return int(round(peak / (1024.0 * 1024 if sys.platform == "darwin" else 1024.0)))
 
 
 def main(request_path):
@@ -138,19 +182,17 @@ def main(request_path):
     try:
         if request["fix"]:  # imports the family, patched
             keras_clone_fix.patch()
-        reference = None
-        if os.path.exists(request["reference"]):
-            with numpy.load(request["reference"]) as saved:
-                reference = [saved["arr_{}".format(index)] for index in range(len(saved.files))]
         side, predictions = run_checks(
             request["family"], _model_maker(request), request["batch"], request["timesteps"],
-            request["seed"], reference, progress, started, _native(request["inputs"]))
-        if reference is None and predictions is not None:
-            numpy.savez(request["reference"], *predictions)
-        progress("finished in {:.1f} s{}".format(time.time() - started, _peak_memory()))
+            request["seed"], progress, started, _native(request["inputs"]))
+        if predictions is not None:
+            numpy.savez(request["predictions"], *predictions)
     except BadInput as error:
         side = known_facts(request["family"])
         side["bad_input"] = str(error)
+    side["peak_memory_mb"] = _peak_memory_mb()
+    progress("finished in {:.1f} s{}".format(time.time() - started, "" if side[
+        "peak_memory_mb"] is None else ", peak memory {} MB".format(side["peak_memory_mb"])))
     with open(request["result"], "w") as opened:
         json.dump(side, opened)
 
@@ -161,32 +203,93 @@ class SideFailed(Exception):
     """A side ended without a result: str(error) has the end of its stderr."""
 
 
-def run_side(request, scratch, name, fix, progress):
-    """Run a side in its own interpreter; its result (dict). KERAS_CLONE_FIX=0
-    keeps the side without the fix from activating at all."""
-    request = dict(request, fix=fix, result=os.path.join(scratch, name + ".json"))
-    request_path = os.path.join(scratch, name + "-request.json")
-    with open(request_path, "w") as opened:
-        json.dump(request, opened)
-    environment = dict(os.environ, KERAS_CLONE_FIX="1" if fix else "0")
-    environment.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    stderr_path = os.path.join(scratch, name + ".stderr")
-    with open(stderr_path, "w") as stderr:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "keras_clone_fix._side", request_path], env=environment,
-            stdout=subprocess.PIPE, stderr=stderr, universal_newlines=True)
-        for line in iter(process.stdout.readline, ""):
+class _Running(object):
+    """A side's interpreter, started; a thread passes on its progress lines.
+    KERAS_CLONE_FIX=0 keeps the side without the fix from activating at all."""
+
+    def __init__(self, request, scratch, name, fix, progress):
+        self.name = name
+        self.request = dict(request, fix=fix, result=os.path.join(scratch, name + ".json"),
+                            predictions=os.path.join(scratch, name + "-predictions.npz"))
+        request_path = os.path.join(scratch, name + "-request.json")
+        with open(request_path, "w") as opened:
+            json.dump(self.request, opened)
+        environment = dict(os.environ, KERAS_CLONE_FIX="1" if fix else "0")
+        environment.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+        self.stderr_path = os.path.join(scratch, name + ".stderr")
+        self.started = time.time()
+        with open(self.stderr_path, "w") as stderr:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "keras_clone_fix._side", request_path], env=environment,
+                stdout=subprocess.PIPE, stderr=stderr, universal_newlines=True)
+        self.reader = threading.Thread(target=self._pass_on, args=(progress,))
+        self.reader.daemon = True
+        self.reader.start()
+
+    def _pass_on(self, progress):
+        for line in iter(self.process.stdout.readline, ""):
             if line.startswith(PROGRESS):
-                progress(line[len(PROGRESS):].rstrip("\n"))
-        process.stdout.close()
-        process.wait()
-    if not os.path.exists(request["result"]):
-        with open(stderr_path) as stderr:
-            tail = stderr.read().strip().splitlines()[-15:]
-        raise SideFailed("the interpreter {} ended with status {} and no result:\n{}".format(
-            name, process.returncode, "\n".join(tail)))
-    with open(request["result"]) as opened:
-        return json.load(opened, object_pairs_hook=collections.OrderedDict)
+                progress(self.name, line[len(PROGRESS):].rstrip("\n"))
+        self.process.stdout.close()
+
+    def result(self):
+        """The side's result (dict), once it has ended, with its wall time."""
+        self.process.wait()
+        self.reader.join()
+        seconds = time.time() - self.started
+        if not os.path.exists(self.request["result"]):
+            with open(self.stderr_path) as stderr:
+                tail = stderr.read().strip().splitlines()[-15:]
+            raise SideFailed("the interpreter {} ended with status {} and no result:\n{}".format(
+                self.name, self.process.returncode, "\n".join(tail)))
+        with open(self.request["result"]) as opened:
+            side = json.load(opened, object_pairs_hook=collections.OrderedDict)
+        side["seconds"] = round(seconds, 1)
+        return side
+
+    def predictions(self):
+        """The model's predictions on this side, None if it made none."""
+        if not os.path.exists(self.request["predictions"]):
+            return None
+        import numpy
+        with numpy.load(self.request["predictions"]) as saved:
+            return [saved["arr_{}".format(index)] for index in range(len(saved.files))]
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+
+def run_sides(request, scratch, jobs, progress):
+    """{side name: result}: the side with the fix (PATCHED) and, where the
+    release is affected, the side without it (UNPATCHED), whose `load` check
+    compares its predictions with the other's. With jobs > 1 both run at
+    once (the second stopped if the first finds nothing to compare: bad
+    input, a release not affected, a model that cannot predict);
+    progress(side name, text) is called from a thread of each side."""
+    running = []
+
+    def start(name, fix):
+        running.append(_Running(request, scratch, name, fix, progress))
+        return running[-1]
+
+    try:
+        patched = start(PATCHED, True)
+        unpatched = start(UNPATCHED, False) if jobs > 1 else None
+        sides = collections.OrderedDict([(PATCHED, patched.result())])
+        if ("bad_input" in sides[PATCHED] or not sides[PATCHED]["affected"]
+                or sides[PATCHED]["checks"]["load"]["result"] in _check.FAILED):
+            return sides  # nothing to compare: no check can say anything
+        unpatched = unpatched or start(UNPATCHED, False)
+        sides[UNPATCHED] = unpatched.result()
+        expected, got = patched.predictions(), unpatched.predictions()
+        if expected is not None and got is not None:
+            sides[UNPATCHED]["checks"]["load"] = _check.compare(expected, got)
+        return sides
+    finally:
+        for side in running:
+            side.stop()
 
 
 if __name__ == "__main__":

@@ -83,9 +83,26 @@ def shared_masked_encoder(keras):
     return keras.models.Model([first, second], [encoder(first), encoder(second)])
 
 
+def masked_gru_state(keras):
+    """Masking -> GRU(return_state=True), the last state the output: a layer
+    with two outputs fed a mask."""
+    x = keras.layers.Input(shape=(STEPS, 3))
+    _, state = keras.layers.GRU(4, return_state=True, name="gru")(keras.layers.Masking()(x))
+    return keras.models.Model(x, state)
+
+
 def plain(keras):
     x = keras.layers.Input(shape=(4,))
     return keras.models.Model(x, keras.layers.Dense(2)(keras.layers.Dense(3)(x)))
+
+
+def conv_batch_norm(keras):
+    """Conv2D -> BatchNormalization: keras 2.2.4's multi_gpu_model cannot
+    relocate it on TensorFlow 1.15 (tensorflow#30728), fix or no fix."""
+    x = keras.layers.Input(shape=(8, 8, 3))
+    y = keras.layers.BatchNormalization()(keras.layers.Conv2D(4, 3, padding="same")(x))
+    return keras.models.Model(x, keras.layers.GlobalAveragePooling2D()(
+        keras.layers.Activation("relu")(y)))
 
 
 def vgg16(keras):

@@ -4,7 +4,9 @@ import pytest
 
 from keras_clone_fix import FAMILIES, _rules
 from keras_clone_fix._affected import (
-    RELEASES, TARGETS, is_affected, parse_version, target_name, targets_for)
+    NESTED_MODEL_CHECKS, RELEASES, ROUTINE_CHECKS, RULE_RISKS, TARGETS, endangered_checks,
+    is_affected, parse_version, target_name, targets_for)
+from keras_clone_fix._check import CHECKS
 
 
 @pytest.mark.parametrize("version, affected", [
@@ -103,3 +105,27 @@ def test_every_target_is_within_the_affected_releases_with_known_rules(family):
         assert affected[0][0] <= target.first < target.past <= affected[-1][1]
         assert target.rules and target.why
         assert all(issubclass(getattr(_rules, rule), _rules.Rule) for rule in target.rules)
+
+
+def test_every_target_meets_risks_that_endanger_checks_of_its_routine():
+    assert set(RULE_RISKS) == set(rule for target in TARGETS for rule in target.rules)
+    for target in TARGETS:
+        assert target.risks and target.routine() in ROUTINE_CHECKS, target
+    assert set(NESTED_MODEL_CHECKS).union(*ROUTINE_CHECKS.values()) <= set(CHECKS)
+
+
+@pytest.mark.parametrize("family, version, risk, nested, checks", [
+    # keras 2.0.0 - 2.0.6: no clone routine patched (clone_model comes in 2.0.7)
+    ("keras", "2.0.6", "masked call", False, {"nested", "called_twice", "multi_gpu",
+                                              "original_unchanged"}),
+    ("keras", "2.2.4", "state inputs", False, {"clone", "clone_of_clone", "multi_gpu",
+                                               "original_unchanged"}),
+    # a model nested in another runs the calling routine when the outer is loaded or cloned
+    ("keras", "2.2.4", "shared model", True, set(CHECKS)),
+    ("tensorflow", "1.13.2", "masked call", False, {"nested", "called_twice", "multi_gpu",
+                                                    "original_unchanged"}),
+    ("keras", "2.4.0", "masked call", True, set()),
+    ("tensorflow", "1.15.0", "shared model", True, set()),
+])
+def test_endangered_checks(family, version, risk, nested, checks):
+    assert endangered_checks(family, version, risk, nested) == checks
