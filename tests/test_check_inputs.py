@@ -58,8 +58,21 @@ def test_word_level_encoder_with_float32_token_ids(tmp_path):
                                                    FAMILY == "tf.keras" else "unavailable")
 
 
+def cannot_predict_model():
+    """check_models.cannot_predict, where the release can build it: tf.keras
+    of TensorFlow 1.4 - 1.10 gives the Embedding's output no static length
+    from input_length, so the Dense after Flatten cannot be built (fix or no
+    fix: building a new model runs no rebuild routine)."""
+    try:
+        return check_models.cannot_predict(keras)
+    except ValueError as error:
+        if "should be defined" not in str(error):
+            raise
+        pytest.skip("{} cannot build the model: {}".format(FAMILY, error))
+
+
 def test_a_model_that_cannot_predict_on_made_inputs_gets_no_verdict(tmp_path):
-    code, report, stderr = check(saved(check_models.cannot_predict(keras), tmp_path))
+    code, report, stderr = check(saved(cannot_predict_model(), tmp_path))
     assert code == 2 and report["ok"] is False, report
     assert report["error"].startswith("{}: no check ran: the model cannot predict on inputs "
                                       "made from its input shapes and dtypes ((4, 8))".format(
@@ -72,7 +85,7 @@ def test_a_model_that_cannot_predict_on_made_inputs_gets_no_verdict(tmp_path):
 
 @pytest.mark.parametrize("by_name", [False, True])
 def test_inputs_that_fit(tmp_path, by_name):
-    model = check_models.cannot_predict(keras)
+    model = cannot_predict_model()
     name = model.input_names[0] if by_name else "arr_0"
     numpy.savez(str(tmp_path / "rows.npz"), **{name: numpy.ones((3, 7))})
     code, report, stderr = check(saved(model, tmp_path), "--inputs", str(tmp_path / "rows.npz"))
@@ -89,7 +102,7 @@ def test_inputs_that_fit(tmp_path, by_name):
                                          "numbers"),
 ])
 def test_inputs_that_do_not_fit(tmp_path, arrays, words):
-    model = check_models.cannot_predict(keras)
+    model = cannot_predict_model()
     numpy.savez(str(tmp_path / "rows.npz"), **arrays)
     checked = check(saved(model, tmp_path), "--inputs", str(tmp_path / "rows.npz"))
     assert_bad_input(checked, "--inputs {}: ".format(tmp_path / "rows.npz"),
@@ -99,7 +112,7 @@ def test_inputs_that_do_not_fit(tmp_path, arrays, words):
 
 def test_inputs_of_the_right_shape_the_model_cannot_take(tmp_path):
     numpy.savez(str(tmp_path / "rows.npz"), numpy.ones((3, 8)))
-    code, report, _ = check(saved(check_models.cannot_predict(keras), tmp_path),
+    code, report, _ = check(saved(cannot_predict_model(), tmp_path),
                             "--inputs", str(tmp_path / "rows.npz"))
     assert code == 2 and "no check ran: the model cannot predict on the arrays of {}".format(
         tmp_path / "rows.npz") in report["error"]
