@@ -322,9 +322,10 @@ WRAPPERS = {
 OTHERS = dict(WRAPPERS, replacement=other_tools.replace)
 CLOSURES = ["functools.wraps", "closure"]
 # The targets whose fix activation_driver's behaviours can show running:
-# tf.keras's shows calls on new tensors only, not its clone routine (TF 1.4 - 1.12).
+# tf.keras's shows calls on new tensors only, not its clone routine (TF 1.4 - 1.12)
+# nor Layer._set_mask_metadata (TF 1.11 - 1.13).
 EVERY_TARGET = [target for family in FAMILIES for target in RELEASE_TARGETS[family]
-                if family == "keras" or not target.attribute.endswith("_clone_functional_model")]
+                if family == "keras" or target.routine() == "run_internal_graph"]
 # ids as a list: pytest before 7 calls an ids function even on an empty set (keras-free envs).
 every_target = pytest.mark.parametrize("target", EVERY_TARGET,
                                        ids=[target_name(target) for target in EVERY_TARGET])
