@@ -163,7 +163,7 @@ def test_multi_output_masking_layer_from_a_module_of_custom_objects(tmp_path, us
     code, report, stderr = check(saved(model, tmp_path), "--custom-objects",
                                  "user_layers:get_custom_objects", pythonpath=directory)
     assert_fixed(code, report, stderr)
-    if not UNAFFECTED_RELEASE:
+    if KERAS_AFFECTED:  # tf.keras 1.14 (the one that builds it) gets multi-output masks right
         assert report["risks"][0]["risk"] == "a layer with 2 outputs carrying masks"
     if KERAS_AFFECTED:
         expected = {"clone": "error", "nested": "error", "called_twice": "error"}
