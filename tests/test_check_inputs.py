@@ -9,14 +9,14 @@ JSON at exit 2."""
 import os
 import sys
 
-import numpy
 import pytest
 
 from test_check import (FAMILY, KERAS_AFFECTED, VERSION, assert_bad_input, assert_fixed,
                         assert_unpatched_fails, check, compiles_for_minutes_on_theano, keras,
                         UNAFFECTED_RELEASE, needs_return_state, results, saved)
 
-import check_models
+import check_models  # numpy: only where keras is, after test_check's skip
+import numpy
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 MADE = "made from the model's inputs"

@@ -19,8 +19,6 @@ import importlib
 
 import pytest
 
-import numpy
-
 from conftest import expect_upstream_failure, installed
 
 
@@ -73,6 +71,8 @@ FAMILIES = _families()
 if not FAMILIES:
     pytest.skip("needs keras 2.0.0 - 2.3.1 (not on Theano) or tf.keras of TensorFlow 1.4 - 1.14",
                 allow_module_level=True)
+
+import numpy  # noqa: E402 (only where keras is, after the skip)
 
 STEPS, VOCABULARY, BATCH = 5, 12, 4
 # How the unpatched releases fail: refused (TypeError), a mask of the

@@ -1,8 +1,8 @@
 """The README's sample outputs are what the commands print: each fenced block
 after a `<!-- sample: COMMAND -->` comment is compared with the output of
 COMMAND, run in the session the samples come from (keras 2.2.4 on
-TensorFlow 1.15.5, Python 3.7: tests(keras-2.2.4-tf-1.15)), paths, seconds
-and memory normalised. `check` runs on a model saved here with a two-output
+TensorFlow 1.15.5, Python 3.7: tests(keras-2.2.4-tf-1.15)), paths, seconds,
+memory and column padding normalised. `check` runs on a model saved here with a two-output
 masking layer from the user's module `my_layers`, as the README tells.
 
 To rewrite the blocks with what the commands print now (after a change of
@@ -24,6 +24,7 @@ SAMPLE = re.compile(r"^<!-- sample: (.+?) -->\n+```\n(.*?)^```$", re.MULTILINE |
 PATH = re.compile(r"(?<![\w.])/[^\s'\",()]+")
 SECONDS = re.compile(r"\b\d+(?:\.\d+)? s\b")
 MEMORY = re.compile(r"\b\d[\d,]*(?:\.\d+)? (?:[KMG]i?B)\b")
+PADDING = re.compile(r" {2,}")  # a table's columns widen with its figures
 
 
 def pinned_session():
@@ -51,7 +52,7 @@ def shown(text):
 
 
 def normalised(text):
-    return MEMORY.sub("N MB", SECONDS.sub("N s", PATH.sub("PATH", text)))
+    return PADDING.sub("  ", MEMORY.sub("N MB", SECONDS.sub("N s", PATH.sub("PATH", text))))
 
 
 def samples():
