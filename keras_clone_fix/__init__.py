@@ -145,15 +145,20 @@ def _arm():
         sys.meta_path.insert(0, _state.watcher)
 
 
+def _env_switch(name):
+    """An on/off environment variable read: True, False, or None where it is
+    unset or holds another value."""
+    value = os.environ.get(name, "").strip().lower()
+    return True if value in SWITCH_ON else False if value in SWITCH_OFF else None
+
+
 def _env_flag(name, default):
     """An on/off environment variable; any other value warns and counts as
     `default`."""
-    value = os.environ.get(name, "").strip().lower()
-    if value in SWITCH_OFF:
-        return False
-    if value in SWITCH_ON:
-        return True
-    if value:
+    switch = _env_switch(name)
+    if switch is not None:
+        return switch
+    if os.environ.get(name, "").strip():
         from keras_clone_fix import _activation
         _activation.warn("{}={!r} is not one of {}; using the default ({})".format(
             name, os.environ[name], "/".join(SWITCH_ON + SWITCH_OFF), "on" if default else "off"))

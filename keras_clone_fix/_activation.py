@@ -30,7 +30,7 @@ import sys
 import types
 
 from keras_clone_fix import (
-    FAMILIES, SWITCH_ON, KerasCloneFixWarning, PatchError, _arm, _env_flag, _state)
+    FAMILIES, KerasCloneFixWarning, PatchError, _arm, _env_flag, _env_switch, _state)
 from keras_clone_fix._affected import is_affected, target_name, targets_for
 
 FORCE = "KERAS_CLONE_FIX_FORCE"
@@ -202,7 +202,7 @@ def _decide(family, version, force):
     if affected is None:
         if force:
             return True, reason + "; forced"
-        if os.environ.get(FORCE, "").strip().lower() in SWITCH_ON:
+        if _env_switch(FORCE):
             # Set, and overridden by patch(force=False): setting it is no advice.
             return False, reason + " (not forced: force=False overrides {}={})".format(
                 FORCE, os.environ[FORCE])
