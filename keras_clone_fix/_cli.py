@@ -203,7 +203,7 @@ def run_check(arguments):
             inputs=arguments.inputs and os.path.abspath(arguments.inputs),
             weights=arguments.weights and os.path.abspath(arguments.weights),
             batch=arguments.batch, timesteps=arguments.timesteps, seed=arguments.seed,
-            initial_weights=os.path.join(scratch, "initial-weights.h5"))
+            initial_weights=os.path.join(scratch, "initial.weights.h5"))
         progress("the sides with and without the fix each import {} and load {} in a new "
                  "interpreter, {} (TensorFlow and a large model take a while)".format(
                      family, arguments.model_file,

@@ -245,7 +245,7 @@ def custom_objects(specs):
 def load(keras, path, file_format, objects, weights=None):
     """The model of the file, weights from `weights` where given."""
     try:
-        if file_format == "hdf5":
+        if file_format != "json":  # HDF5, or Keras 3's .keras
             try:
                 model = keras.models.load_model(path, custom_objects=objects, compile=False)
             except TypeError as error:  # before keras 2.0.?: no compile argument

@@ -82,11 +82,6 @@ def run_checks(family, make_model, batch=4, timesteps=8, seed=0, progress=lambda
     import keras_clone_fix
     started = started or time.time()
     keras = family_module(family)
-    if api_version(keras) >= KERAS_3:
-        raise BadInput("{} is Keras 3, which is not affected by these bugs, and check's engine "
-                       "reads Keras 2's graphs only: it checks keras 2.0 - 2.15, tf.keras and "
-                       "tf_keras{}".format(_check.release_name(keras), "" if family == KERAS else
-                                           " (install tf_keras for --tf-keras)"))
     side = facts(family, keras)
     progress("imported {} {} in {:.1f} s".format(family, keras.__version__,
                                                   time.time() - started))
@@ -151,7 +146,9 @@ def _model_maker(request):
         model = _model_file.load(keras, _native(request["model_file"]), request["format"],
                                  objects, weights)
         if shares_initial_weights and request["fix"]:
-            writing = initial[:-len(".h5")] + "-writing.h5"
+            # Keras 3 writes weights only to names ending in .weights.h5
+            writing = os.path.join(os.path.dirname(initial),
+                                   "writing-" + os.path.basename(initial))
             model.save_weights(writing)
             os.rename(writing, initial)  # whole, for the side that waits
         return model
