@@ -20,13 +20,12 @@ import threading
 import time
 
 from keras_clone_fix import _check, _given_inputs
-from keras_clone_fix._affected import api_version, is_affected, parse_version
+from keras_clone_fix._affected import is_affected, parse_version
 from keras_clone_fix._model_file import KERAS, BadInput
 from keras_clone_fix._report import PATCHED, UNPATCHED
 
 PROGRESS = "PROGRESS "
 KERAS_3_IN_TENSORFLOW = (2, 16, 0)
-KERAS_3 = (3, 0, 0)
 
 
 def family_module(family):
@@ -258,12 +257,14 @@ class _Running(object):
             self.process.wait()
 
 
-def run_sides(request, scratch, jobs, progress):
+def run_sides(request, scratch, jobs, progress, affected=None):
     """{side name: result}: the side with the fix (PATCHED) and, where the
     release is affected, the side without it (UNPATCHED), whose `load` check
     compares its predictions with the other's. With jobs > 1 both run at
     once (the second stopped if the first finds nothing to compare: bad
-    input, a release not affected, a model that cannot predict);
+    input, a model that cannot predict), unless `affected` (what the
+    installed release's metadata says) is False: then the side without the
+    fix starts only if the first finds the release affected after all.
     progress(side name, text) is called from a thread of each side."""
     running = []
 
@@ -273,7 +274,7 @@ def run_sides(request, scratch, jobs, progress):
 
     try:
         patched = start(PATCHED, True)
-        unpatched = start(UNPATCHED, False) if jobs > 1 else None
+        unpatched = start(UNPATCHED, False) if jobs > 1 and affected is not False else None
         sides = collections.OrderedDict([(PATCHED, patched.result())])
         if ("bad_input" in sides[PATCHED] or not sides[PATCHED]["affected"]
                 or sides[PATCHED]["checks"]["load"]["result"] in _check.FAILED):
