@@ -102,20 +102,24 @@ def node_masks(node, kind):
         getattr(node, kind + "_tensors", None))]
 
 
+# Keras 3's tensors hold their shape (a tuple, None for unknown sizes) and
+# dtype name themselves; its keras.backend has no int_shape and dtype, and
+# tf.keras of TensorFlow 2.16+ (Keras 3) has Keras 2's, which fail on them.
+KERAS_3 = (3, 0, 0)
+
+
 def int_shape(keras, tensor):
-    """A symbolic tensor's shape, None for unknown sizes: Keras 3 has no
-    keras.backend.int_shape (its tensors' shape is that tuple)."""
-    if hasattr(keras.backend, "int_shape"):
-        return keras.backend.int_shape(tensor)
-    return tuple(tensor.shape)
+    """A symbolic tensor's shape, None for unknown sizes."""
+    if api_version(keras) >= KERAS_3:
+        return tuple(tensor.shape)
+    return keras.backend.int_shape(tensor)
 
 
 def dtype(keras, tensor):
-    """A symbolic tensor's dtype name ("float32"): Keras 3 has no
-    keras.backend.dtype (its tensors' dtype is that name)."""
-    if hasattr(keras.backend, "dtype"):
-        return keras.backend.dtype(tensor)
-    return str(tensor.dtype)
+    """A symbolic tensor's dtype name ("float32")."""
+    if api_version(keras) >= KERAS_3:
+        return str(tensor.dtype)
+    return keras.backend.dtype(tensor)
 
 
 def call_arguments(node):
