@@ -117,7 +117,8 @@ def _is_keras_3_config(config):
 
 def inspect_file(path, weights=None):
     """What the file says about itself, read without keras: {"format":
-    "hdf5" | "keras" | "json", "keras_version", "backend", "saved_by": the
+    "hdf5" | "keras" | "json", "keras_version" (KERAS_3_CONFIG for a Keras 3
+    config that names none), "backend", "saved_by": the
     family that saved it or None, "code_layers": [(Lambda layer name, the
     major Python that marshalled its code)]}."""
     if weights is not None:
