@@ -102,13 +102,41 @@ def node_masks(node, kind):
         getattr(node, kind + "_tensors", None))]
 
 
+# Keras 3's tensors hold their shape (a tuple, None for unknown sizes) and
+# dtype name themselves; its keras.backend has no int_shape and dtype, and
+# tf.keras of TensorFlow 2.16+ (Keras 3) has Keras 2's, which fail on them.
+KERAS_3 = (3, 0, 0)
+
+
+def int_shape(keras, tensor):
+    """A symbolic tensor's shape, None for unknown sizes."""
+    if api_version(keras) >= KERAS_3:
+        return tuple(tensor.shape)
+    return keras.backend.int_shape(tensor)
+
+
+def dtype(keras, tensor):
+    """A symbolic tensor's dtype name ("float32")."""
+    if api_version(keras) >= KERAS_3:
+        return str(tensor.dtype)
+    return keras.backend.dtype(tensor)
+
+
+def call_arguments(node):
+    """The call arguments a node records, as the dict Keras 2 keeps; {} for
+    none, and for Keras 3, whose nodes hold an object of their own there
+    (and copy it: nothing to snapshot)."""
+    arguments = getattr(node, "arguments", None)
+    return arguments if isinstance(arguments, dict) else {}
+
+
 def is_tensor(value):
     return hasattr(value, "_keras_history") or type(value).__name__ in (
         "Tensor", "TensorVariable", "Variable", "RefVariable")
 
 
 def tensor_arguments(node):
-    return sorted(name for name, value in (getattr(node, "arguments", None) or {}).items()
+    return sorted(name for name, value in call_arguments(node).items()
                   if any(is_tensor(item) for item in as_list(value)))
 
 
@@ -255,15 +283,15 @@ def make_inputs(keras, model, batch, timesteps, seed, reverse=False):
     arrays = []
     for index, tensor in enumerate(model.inputs):
         shape = [batch] + [timesteps if size is None else size
-                           for size in keras.backend.int_shape(tensor)[1:]]
-        dtype = keras.backend.dtype(tensor)
+                           for size in int_shape(keras, tensor)[1:]]
+        kind = dtype(keras, tensor)
         limit = token_limit(keras, model, tensor)
-        if limit is not None or "int" in dtype:
+        if limit is not None or "int" in kind:
             array = random.randint(1, max(limit or vocabulary, 2), size=shape).astype(
-                dtype if "int" in dtype or "float" in dtype else "int32")
+                kind if "int" in kind or "float" in kind else "int32")
             padding = 0
         else:
-            array = random.normal(size=shape).astype(dtype if "float" in dtype else "float32")
+            array = random.normal(size=shape).astype(kind if "float" in kind else "float32")
             padding = mask_values[0] if mask_values else None
         if padding is not None and len(shape) > 1:
             for row, length in zip(array, lengths(batch, shape[1], reverse, index)):
@@ -310,8 +338,7 @@ def find_clone_model(keras):
 
 
 def new_inputs(keras, model, name):
-    return [keras.layers.Input(batch_shape=keras.backend.int_shape(tensor),
-                               dtype=keras.backend.dtype(tensor),
+    return [keras.layers.Input(batch_shape=int_shape(keras, tensor), dtype=dtype(keras, tensor),
                                name="{}_{}".format(name, index))
             for index, tensor in enumerate(model.inputs)]
 
@@ -411,7 +438,7 @@ class Checks(object):
 
 def snapshot_arguments(keras, model):
     """[(layer path, call index, node, a copy of its call arguments)]."""
-    return [(path, index, node, dict(getattr(node, "arguments", None) or {}))
+    return [(path, index, node, dict(call_arguments(node)))
             for path, layer in all_layers(keras, model)
             for index, node in enumerate(inbound_nodes(layer))]
 
@@ -420,7 +447,7 @@ def changed_arguments(snapshot):
     """[(layer path, call index, names of the arguments that differ now)]."""
     changed = []
     for path, index, node, before in snapshot:
-        after = getattr(node, "arguments", None) or {}
+        after = call_arguments(node)
         names = sorted(name for name in set(before) | set(after)
                        if not same_argument(before.get(name), after.get(name)))
         if names:
@@ -430,7 +457,7 @@ def changed_arguments(snapshot):
 
 def restore_arguments(snapshot):
     for _, _, node, before in snapshot:
-        if before or getattr(node, "arguments", None):
+        if before or call_arguments(node):
             node.arguments = dict(before)
 
 

@@ -4,6 +4,7 @@ checks on a user's saved model, with and without the fix."""
 
 import argparse
 import collections
+import glob
 import logging
 import os
 import platform
@@ -75,6 +76,38 @@ def installed(name):
             return False
         return True
     return find_spec(name) is not None
+
+
+def installed_version(name):
+    """The version of the distribution that installed a top-level module, as
+    its metadata beside it says (pip's *.dist-info, setuptools' *.egg-info,
+    whose top_level.txt names the module), importing nothing; None where it
+    is not found or not one."""
+    try:
+        from importlib.util import find_spec
+    except ImportError:  # Python 2
+        import imp
+        try:
+            places = [imp.find_module(name)[1]]
+        except ImportError:
+            places = []
+    else:
+        try:
+            spec = find_spec(name)
+            places = list(spec.submodule_search_locations or []) if spec else []
+        except ValueError:  # imported already, without a __spec__
+            places = list(getattr(sys.modules[name], "__path__", []))
+    versions = set()
+    for place in places:
+        for metadata in glob.glob(os.path.join(os.path.dirname(place), "*-*.*-info")):
+            try:
+                with open(os.path.join(metadata, "top_level.txt")) as opened:
+                    modules = opened.read().split()
+            except (IOError, OSError):
+                continue
+            if name in modules:  # Keras-2.2.4.dist-info, Keras-2.2.4-py3.6.egg-info
+                versions.add(os.path.splitext(os.path.basename(metadata))[0].split("-")[1])
+    return versions.pop() if len(versions) == 1 else None
 
 
 def _header():
@@ -203,13 +236,22 @@ def run_check(arguments):
             inputs=arguments.inputs and os.path.abspath(arguments.inputs),
             weights=arguments.weights and os.path.abspath(arguments.weights),
             batch=arguments.batch, timesteps=arguments.timesteps, seed=arguments.seed,
-            initial_weights=os.path.join(scratch, "initial-weights.h5"))
-        progress("the sides with and without the fix each import {} and load {} in a new "
-                 "interpreter, {} (TensorFlow and a large model take a while)".format(
-                     family, arguments.model_file,
-                     "one after the other" if arguments.jobs == 1 else "at the same time"))
+            initial_weights=os.path.join(scratch, "initial.weights.h5"))
+        # Not affected: no side without the fix, whose results would be discarded.
+        version = installed_version(package)
+        affected = is_affected(package, version)[0] if version else None
+        if affected is False:
+            progress("{}{} {} is not affected: only the side with the fix imports {} and loads "
+                     "{} in a new interpreter (TensorFlow and a large model take a while)".format(
+                         "" if package == "keras" else "tf.keras of ", package, version, family,
+                         arguments.model_file))
+        else:
+            progress("the sides with and without the fix each import {} and load {} in a new "
+                     "interpreter, {} (TensorFlow and a large model take a while)".format(
+                         family, arguments.model_file,
+                         "one after the other" if arguments.jobs == 1 else "at the same time"))
         sides = _side.run_sides(request, scratch, arguments.jobs, lambda name, text: progress(
-            "{}: {}".format(_report.HEADINGS[name], text)))
+            "{}: {}".format(_report.HEADINGS[name], text)), affected)
         if "bad_input" in sides[_report.PATCHED]:
             patched = sides[_report.PATCHED]
             raise _model_file.BadInput(patched.pop("bad_input"), patched)

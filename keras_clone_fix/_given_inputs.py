@@ -3,6 +3,7 @@ model's inputs in a side's interpreter: by input name, or as arr_0, arr_1
 ... (numpy.savez without names) in the model's input order. What does not
 fit raises BadInput with one line naming the array and the input."""
 
+from keras_clone_fix._check import dtype, int_shape
 from keras_clone_fix._model_file import BadInput
 from keras_clone_fix._report import shape_text
 
@@ -35,14 +36,14 @@ def load(keras, model, path):
                            path, ", ".join(sorted(arrays)) or "no array", ", ".join(names)))
     given = []
     for key, name, tensor in zip(keys, names, model.inputs):
-        array, shape = arrays[key], keras.backend.int_shape(tensor)
+        array, shape = arrays[key], int_shape(keras, tensor)
         fits = array.ndim == len(shape) and all(
             size is None or size == have for size, have in zip(shape[1:], array.shape[1:]))
         if not fits or array.dtype.kind not in "biuf" or not len(array):
             raise BadInput("--inputs {}: {} is {} of shape {}, but the model's input {} takes "
                            "numbers of shape {}".format(path, key, array.dtype, shape_text(array.shape),
                                                         name, shape_text(shape)))
-        given.append(array.astype(keras.backend.dtype(tensor)))
+        given.append(array.astype(dtype(keras, tensor)))
     if len(set(len(array) for array in given)) > 1:
         raise BadInput("--inputs {}: the arrays have different numbers of rows ({})".format(
             path, ", ".join(str(len(array)) for array in given)))

@@ -28,6 +28,8 @@ ZIP_SIGNATURE = b"PK\x03\x04"
 STRINGS = (str, type(u""))  # Python 2's json gives unicode
 KERAS, TF_KERAS = "keras", "tf.keras"
 UNKNOWN = re.compile(r"Unknown (\w+): ?'?([\w.]+)")
+# The keras_version of a file that names none but whose config is Keras 3's.
+KERAS_3_CONFIG = "3"
 
 
 class BadInput(Exception):
@@ -98,12 +100,25 @@ def _json_facts(path):
     if not (isinstance(config, dict) and "class_name" in config and "config" in config):
         raise BadInput("{} is JSON but not a Keras model (no class_name and config: give what "
                        "model.to_json() returns)".format(path))
-    return str(config.get("keras_version", "")), str(config.get("backend", "")), config
+    version = str(config.get("keras_version", ""))
+    if not version and _is_keras_3_config(config):
+        version = KERAS_3_CONFIG
+    return version, str(config.get("backend", "")), config
+
+
+def _is_keras_3_config(config):
+    """Whether a model config is Keras 3's, whose to_json names no
+    keras_version: each object says its "module" (keras.src.models.functional)
+    and "registered_name", which no Keras 2 config without keras_version has."""
+    module = config.get("module")
+    return "registered_name" in config and isinstance(module, STRINGS) and \
+        module.split(".")[0] == "keras"
 
 
 def inspect_file(path, weights=None):
     """What the file says about itself, read without keras: {"format":
-    "hdf5" | "keras" | "json", "keras_version", "backend", "saved_by": the
+    "hdf5" | "keras" | "json", "keras_version" (KERAS_3_CONFIG for a Keras 3
+    config that names none), "backend", "saved_by": the
     family that saved it or None, "code_layers": [(Lambda layer name, the
     major Python that marshalled its code)]}."""
     if weights is not None:
@@ -200,15 +215,17 @@ def refuse_later_release(keras, path, version):
     one cannot read: Keras 2.4 and later, tf.keras of TensorFlow 2 (2.2's
     wrote '2.3.0-tf', 2.3 on '2.4.0' and up), Keras 3."""
     version = str(version)
-    saved = parse_version(version, leading=True)
+    saved = (3, 0, 0) if version == KERAS_3_CONFIG else parse_version(version, leading=True)
     if saved is None or not (saved >= (2, 4) or version.endswith("-tf") and saved >= (2, 3)):
         return
     if saved <= api_version(keras):
         return
-    raise BadInput("{} was saved by Keras {} (its keras_version: Keras 2.4 or later, tf.keras of "
-                   "TensorFlow 2, or Keras 3), which {} cannot read; those releases are not "
-                   "affected by the bugs keras-clone-fix fixes: check the model where it was "
-                   "saved, not here".format(path, version, release_name(keras)))
+    raise BadInput("{} was saved by Keras {} ({}: Keras 2.4 or later, tf.keras of TensorFlow 2, or "
+                   "Keras 3), which {} cannot read; those releases are not affected by the bugs "
+                   "keras-clone-fix fixes: check the model where it was saved, not here".format(
+                       path, version, "its config's module and registered_name keys"
+                       if version == KERAS_3_CONFIG else "its keras_version",
+                       release_name(keras)))
 
 
 def custom_objects(specs):
@@ -245,7 +262,7 @@ def custom_objects(specs):
 def load(keras, path, file_format, objects, weights=None):
     """The model of the file, weights from `weights` where given."""
     try:
-        if file_format == "hdf5":
+        if file_format != "json":  # HDF5, or Keras 3's .keras
             try:
                 model = keras.models.load_model(path, custom_objects=objects, compile=False)
             except TypeError as error:  # before keras 2.0.?: no compile argument

@@ -20,13 +20,12 @@ import threading
 import time
 
 from keras_clone_fix import _check, _given_inputs
-from keras_clone_fix._affected import api_version, is_affected, parse_version
+from keras_clone_fix._affected import is_affected, parse_version
 from keras_clone_fix._model_file import KERAS, BadInput
 from keras_clone_fix._report import PATCHED, UNPATCHED
 
 PROGRESS = "PROGRESS "
 KERAS_3_IN_TENSORFLOW = (2, 16, 0)
-KERAS_3 = (3, 0, 0)
 
 
 def family_module(family):
@@ -82,11 +81,6 @@ def run_checks(family, make_model, batch=4, timesteps=8, seed=0, progress=lambda
     import keras_clone_fix
     started = started or time.time()
     keras = family_module(family)
-    if api_version(keras) >= KERAS_3:
-        raise BadInput("{} is Keras 3, which is not affected by these bugs, and check's engine "
-                       "reads Keras 2's graphs only: it checks keras 2.0 - 2.15, tf.keras and "
-                       "tf_keras{}".format(_check.release_name(keras), "" if family == KERAS else
-                                           " (install tf_keras for --tf-keras)"))
     side = facts(family, keras)
     progress("imported {} {} in {:.1f} s".format(family, keras.__version__,
                                                   time.time() - started))
@@ -151,7 +145,9 @@ def _model_maker(request):
         model = _model_file.load(keras, _native(request["model_file"]), request["format"],
                                  objects, weights)
         if shares_initial_weights and request["fix"]:
-            writing = initial[:-len(".h5")] + "-writing.h5"
+            # Keras 3 writes weights only to names ending in .weights.h5
+            writing = os.path.join(os.path.dirname(initial),
+                                   "writing-" + os.path.basename(initial))
             model.save_weights(writing)
             os.rename(writing, initial)  # whole, for the side that waits
         return model
@@ -261,12 +257,14 @@ class _Running(object):
             self.process.wait()
 
 
-def run_sides(request, scratch, jobs, progress):
+def run_sides(request, scratch, jobs, progress, affected=None):
     """{side name: result}: the side with the fix (PATCHED) and, where the
     release is affected, the side without it (UNPATCHED), whose `load` check
     compares its predictions with the other's. With jobs > 1 both run at
     once (the second stopped if the first finds nothing to compare: bad
-    input, a release not affected, a model that cannot predict);
+    input, a model that cannot predict), unless `affected` (what the
+    installed release's metadata says) is False: then the side without the
+    fix starts only if the first finds the release affected after all.
     progress(side name, text) is called from a thread of each side."""
     running = []
 
@@ -276,7 +274,7 @@ def run_sides(request, scratch, jobs, progress):
 
     try:
         patched = start(PATCHED, True)
-        unpatched = start(UNPATCHED, False) if jobs > 1 else None
+        unpatched = start(UNPATCHED, False) if jobs > 1 and affected is not False else None
         sides = collections.OrderedDict([(PATCHED, patched.result())])
         if ("bad_input" in sides[PATCHED] or not sides[PATCHED]["affected"]
                 or sides[PATCHED]["checks"]["load"]["result"] in _check.FAILED):

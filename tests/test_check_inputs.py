@@ -124,7 +124,8 @@ def test_inputs_of_the_right_shape_the_model_cannot_take(tmp_path):
                     "releases (TensorFlow 2.21's tf_keras reads its own)")
 @pytest.mark.parametrize("name, version", [
     ("dense_tf_keras_2.21.h5", "2.21.0"), ("dense_keras_3.h5", "3."),
-    ("dense_keras_3.keras", "3."),
+    ("dense_keras_3.keras", "3."), ("dense_keras_3.json", "3 (its config's module and "
+                                     "registered_name keys"),
 ])
 def test_file_of_a_later_release_is_named(name, version):
     code, report, stderr = check(os.path.join(DATA, name))

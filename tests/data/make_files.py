@@ -6,7 +6,8 @@ SESSION -- --co -q` has made it); it writes what that environment can save:
     .nox/tests-tf-keras-tf-2-21/bin/python tests/data/make_files.py
         dense_tf_keras_2.21.h5: tf.keras of TensorFlow 2.21 (the tf_keras package)
     .nox/tests-keras-3-tf-2-21/bin/python tests/data/make_files.py
-        dense_keras_3.h5, dense_keras_3.keras: Keras 3, HDF5 and its own zip format
+        dense_keras_3.h5, dense_keras_3.keras, dense_keras_3.json: Keras 3, HDF5, its own zip
+        format, and to_json (which names no keras_version)
     .nox/tests-2-7-keras-2-2-4-tf-1-15-0/bin/python tests/data/make_files.py
         lambda_python_2.h5: keras 2.2.4 on Python 2.7, a Lambda layer (its code marshalled)
 
@@ -39,6 +40,8 @@ def main():
         import keras
         dense(keras).save(os.path.join(HERE, "dense_keras_3.h5"))
         dense(keras).save(os.path.join(HERE, "dense_keras_3.keras"))
+        with open(os.path.join(HERE, "dense_keras_3.json"), "w") as written:
+            written.write(dense(keras).to_json())
         return
     dense(tf_keras).save(os.path.join(HERE, "dense_tf_keras_2.21.h5"))
 
