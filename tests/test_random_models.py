@@ -5,8 +5,8 @@ Patched, a model with model boundaries drawn in it predicts what its flat
 twin (the same layers without the boundaries) predicts, with the same masks;
 the clone, the clone of the clone and the clone nested in a new
 model all predict what the model predicts, and the model is left as it was
-(its layers' call arguments, and it still nests, also twice on different
-inputs). Unpatched, each model's
+(its layers' call arguments, and it still nests: called twice on different
+inputs, each call predicts what it does). Unpatched, each model's
 first clone either predicts the same too, or (when it has a multi-output
 layer the release mishandles, or a boundary on a masked tensor before
 keras 2.2.3) fails as the bug does.
@@ -49,7 +49,7 @@ def test_random_model(seed):
     assert_same_predictions(model, keras.models.clone_model(clone), data)
     assert_predicts_like(model, call_on_new_inputs(clone), data)
     assert node_arguments(model) == arguments
-    assert_predicts_like(model, call_on_new_inputs(model), data)
+    # Its first call on new inputs is what nesting it once does.
     other = data_for(model, seed + 100)
     assert_close(predict(model, data) + predict(model, other),
                  predict(called_twice(model), data + other))
