@@ -73,6 +73,17 @@ def nested_masked(keras):
     return keras.models.Model(x, keras.layers.LSTM(2)(inner(embedded(keras, x))))
 
 
+def nested_model_with_its_own_mask(keras):
+    """A model whose output carries the mask of its own Embedding, nested
+    before an LSTM: tf.keras 1.11 - 1.13 drop that mask when the model is
+    called on new tensors, as loading does."""
+    x = tokens(keras)
+    inner = keras.models.Model(
+        x, keras.layers.LSTM(3, return_sequences=True)(embedded(keras, x)), name="inner")
+    y = tokens(keras)
+    return keras.models.Model(y, keras.layers.LSTM(2)(inner(y)))
+
+
 def shared_masked_encoder(keras):
     """A masked encoder called on two inputs (a siamese network); its LSTM
     is called with training=False, a node with call arguments."""

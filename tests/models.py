@@ -44,6 +44,9 @@ CONV_LSTM_STATE_UNBUILDABLE = (2, 1, 5) <= VERSION < (2, 4, 0)
 # InputLayerPassesMask, test_model_boundary.py). The tests that build such a
 # model on both sides start at 2.2.
 NESTS_ON_MASKED_TENSORS = VERSION >= (2, 2, 0)
+# InputLayer supports masking from 2.2.3: before, unpatched, a masked tensor
+# passed into a model raises TypeError (fixed by InputLayerPassesMask).
+INPUT_REFUSES_MASK = VERSION < (2, 2, 3)
 
 STEPS, VOCABULARY = 6, 20
 

@@ -5,9 +5,14 @@ and without mask_zero, SplitOutputs layers with 1 - 4 outputs and every mask
 rule, Dense layers (some called with a keyword argument), merges, shared
 layers, nested models (on masked tensors too, where Keras can build
 that), LSTMs started with the states of an encoder LSTM from another branch
-(initial_state) and RNNs whose cell takes an encoder state as a constant.
-Every tensor it makes reaches a model output, so a clone that drops
-an output cannot pass.
+(initial_state) and RNNs whose cell takes an encoder state as a constant,
+and model boundaries: a chain of Dense and LSTM layers after an open tensor
+wrapped in an inner model that is called on that tensor. Every tensor it
+makes reaches a model output, so a clone that drops an output cannot pass.
+
+A model with a boundary has a flat twin: the same layer objects composed
+without the boundaries, on the same inputs, which must compute the same
+predictions and the same masks.
 """
 
 import random
@@ -15,36 +20,63 @@ import random
 
 import keras
 
+from keras import backend as K
 from models import (
-    HAS_RNN_CONSTANTS, LAMBDA_BROKEN, MASKING_BROKEN, NESTED_MASK_BROKEN,
+    HAS_RNN_CONSTANTS, INPUT_REFUSES_MASK, LAMBDA_BROKEN, MASKING_BROKEN, NESTED_MASK_BROKEN,
     NESTS_ON_MASKED_TENSORS, STATE_ARGUMENTS_RECORDED, ConstantsCell, SplitOutputs, features,
-    lstm, tokens)
+    tokens)
 
 MAX_OUTPUTS = 4
+# (exception, message) the unpatched clone raises when it loses an output of
+# a multi-output layer, when it passes a masked tensor into a model (up to
+# 2.2.2), and when _standardize_args finds initial_state and constants given
+# twice (no message).
+OUTPUT_LOST = (AssertionError, "Could not compute output")
+MASK_REFUSED = (TypeError, "does not support masking")
+STATES_GIVEN_TWICE = (AssertionError, "")
 
 
 class Tensor(object):
-    """A Keras tensor and whether a mask travels with it."""
+    """A Keras tensor, whether a mask travels with it, and the same tensor in
+    the flat twin (the tensor itself until a model boundary is crossed)."""
 
-    def __init__(self, value, masked):
+    def __init__(self, value, masked, flat=None):
         self.value, self.masked = value, masked
+        self.flat = value if flat is None else flat
+
+
+def output_mask(tensor):
+    """The mask Keras computed for `tensor` (None if none)."""
+    layer, node_index, tensor_index = tensor._keras_history
+    nodes = getattr(layer, "_inbound_nodes", None) or layer.inbound_nodes  # 2.0-2.1: public
+    return nodes[node_index].output_masks[tensor_index]
 
 
 class RandomModel(object):
     def __init__(self, seed):
         self.random = random.Random(seed)
         self.features = set()        # what this model contains, for the report
-        self.breaks_upstream = False  # the unpatched release cannot clone it
+        self.upstream_errors = set()  # how the unpatched release may fail to clone it
         self.unpatched_may_differ = False  # its unpatched clone may predict otherwise
-        self.state_arguments = False  # the unpatched release refuses to clone it
         self.inputs, self.open = [], []
         self.layers = []             # (layer, takes masked input?) for sharing
         for index in range(self.random.randint(1, 2)):
             self._add_input(index)
         for _ in range(self.random.randint(2, 6)):
             self.random.choice([self._split, self._split, self._dense, self._recurrent,
-                                self._merge, self._share, self._nest, self._started])()
-        self.model = keras.models.Model(self.inputs, [lstm(y.value) for y in self._outputs()])
+                                self._merge, self._share, self._nest, self._started,
+                                self._boundary])()
+        self.ends = self._outputs()  # what the last LSTMs read
+        last = [self._both(lambda x, layer=keras.layers.LSTM(2): layer(x[0]), [y])
+                for y in self.ends]
+        self.model = keras.models.Model(self.inputs, [value for value, _ in last])
+        self.flat = None  # the flat twin, where a boundary was drawn
+        if "model boundary" in self.features:
+            self.flat = keras.models.Model(self.inputs, [flat for _, flat in last])
+
+    def twin_masks(self):
+        """(mask in the model, mask in the flat twin) of each tensor the last LSTMs read."""
+        return [(output_mask(y.value), output_mask(y.flat)) for y in self.ends]
 
     def _add_input(self, index):
         if self.random.random() < 0.25:
@@ -67,22 +99,40 @@ class RandomModel(object):
             self.open.remove(tensor)
         return chosen
 
-    def _call(self, layer, inputs, rule, **arguments):
-        """Call `layer` on `inputs`; record the outputs and whether the
-        unpatched release loses any of them."""
+    @staticmethod
+    def _both(call, tensors):
+        """`call` on the list of the Keras tensors of `tensors` in the model
+        and, where the flat twin has other tensors, on those: (model's, twin's)."""
+        outputs = call([t.value for t in tensors])
+        if all(t.flat is t.value for t in tensors):
+            return outputs, outputs
+        return outputs, call([t.flat for t in tensors])
+
+    def _call(self, layer, inputs, rule, states=(), **arguments):
+        """Call `layer` on `inputs` (and `states`, given as
+        {argument: tensors}); record the outputs and whether the unpatched
+        release loses any of them."""
         if not inputs:
             return
-        values = [t.value for t in inputs]
-        outputs = layer(values if len(values) > 1 else values[0], **arguments)
+        states = sorted(states)
+
+        def call(values):
+            keywords, given = dict(arguments), values[len(inputs):]
+            for name, tensors in states:
+                keywords[name], given = given[:len(tensors)], given[len(tensors):]
+            values = values[:len(inputs)]
+            return layer(values if len(values) > 1 else values[0], **keywords)
+        outputs, flats = self._both(call, inputs + [t for _, tensors in states for t in tensors])
         outputs = outputs if isinstance(outputs, list) else [outputs]
+        flats = flats if isinstance(flats, list) else [flats]
         first_masked = inputs[0].masked or (rule == "merge" and any(t.masked for t in inputs))
-        for index, output in enumerate(outputs):
+        for index, (output, flat) in enumerate(zip(outputs, flats)):
             masked = first_masked and rule != "none" and not (rule == "list" and index > 0)
-            self.open.append(Tensor(output, masked))
+            self.open.append(Tensor(output, masked, flat))
         if len(outputs) > 1:
             self.features.add("{} outputs".format(len(outputs)))
-            self.breaks_upstream |= (rule == "pass" and MASKING_BROKEN) or (
-                rule == "none" and LAMBDA_BROKEN)
+            if (rule == "pass" and MASKING_BROKEN) or (rule == "none" and LAMBDA_BROKEN):
+                self.upstream_errors.add(OUTPUT_LOST)
 
     def _split(self):
         rule = self.random.choice(["none", "pass", "list"])
@@ -112,21 +162,24 @@ class RandomModel(object):
         encoded = self._take()
         if not encoded:
             return
-        sequence, state_h, state_c = keras.layers.LSTM(
-            3, return_sequences=True, return_state=True)(encoded[0].value)
-        started = self._take() or [Tensor(sequence, encoded[0].masked)]
-        if started[0].value is not sequence:
-            self.open.append(Tensor(sequence, encoded[0].masked))
+        encoder = keras.layers.LSTM(3, return_sequences=True, return_state=True)
+        outputs, flats = self._both(lambda x: encoder(x[0]), encoded)
+        sequence, state_h, state_c = [Tensor(value, encoded[0].masked and index == 0, flat)
+                                      for index, (value, flat) in enumerate(zip(outputs, flats))]
+        started = self._take() or [sequence]
+        if started[0] is not sequence:
+            self.open.append(sequence)
         if HAS_RNN_CONSTANTS and self.random.random() < 0.4:
             self.features.add("rnn called with constants")
             layer = keras.layers.RNN(ConstantsCell(3), return_sequences=True)
-            arguments = dict(initial_state=[state_c], constants=[state_h])
+            states = dict(initial_state=[state_c], constants=[state_h])
         else:
             self.features.add("lstm called with initial_state")
             layer = keras.layers.LSTM(3, return_sequences=True)
-            arguments = dict(initial_state=[state_h, state_c])
-        self.state_arguments |= STATE_ARGUMENTS_RECORDED
-        self._call(layer, started, "pass", **arguments)
+            states = dict(initial_state=[state_h, state_c])
+        if STATE_ARGUMENTS_RECORDED:
+            self.upstream_errors.add(STATES_GIVEN_TWICE)
+        self._call(layer, started, "pass", states=states.items())
 
     def _merge(self):
         inputs = self._take(2)
@@ -160,12 +213,38 @@ class RandomModel(object):
         self.features.add("nested model")
         self._call(inner, inputs, "merge")
 
+    def _boundary(self):
+        """A model boundary around a chain of Dense and LSTM layers after an
+        open tensor: the model calls an inner model of them (built on an
+        Input of its own) on the tensor, the flat twin calls the layers."""
+        inputs = self._take()
+        if not inputs:
+            return
+        chain = [self.random.choice([lambda: keras.layers.Dense(3), lambda: keras.layers.Dense(3),
+                                     lambda: keras.layers.LSTM(3, return_sequences=True)])()
+                 for _ in range(self.random.randint(1, 2))]
+
+        def through_chain(x):
+            for layer in chain:
+                x = layer(x)
+            return x
+        start = keras.layers.Input(shape=K.int_shape(inputs[0].value)[1:])
+        inner = keras.models.Model(start, through_chain(start))
+        x = inputs[0]
+        self.features.add("model boundary")
+        if x.masked:
+            self.features.add("model boundary on a masked tensor")
+            if INPUT_REFUSES_MASK:
+                self.upstream_errors.add(MASK_REFUSED)
+            self.unpatched_may_differ |= NESTED_MASK_BROKEN  # as _nest's
+        self.open.append(Tensor(inner(x.value), x.masked, through_chain(x.flat)))
+
     def _outputs(self):
         """Merge open tensors into at most three model outputs."""
         self.random.shuffle(self.open)
         outputs = self.open[:3]
         for index, extra in enumerate(self.open[3:]):
             target = outputs[index % 3]
-            outputs[index % 3] = Tensor(keras.layers.add([target.value, extra.value]),
-                                        target.masked or extra.masked)
+            value, flat = self._both(keras.layers.Add(), [target, extra])
+            outputs[index % 3] = Tensor(value, target.masked or extra.masked, flat)
         return outputs
