@@ -29,7 +29,10 @@ SITE_PACKAGES = os.path.dirname(os.path.dirname(os.path.abspath(keras_clone_fix.
 PTH = os.path.join(SITE_PACKAGES, "keras_clone_fix.pth")
 ASIDE = PTH + ".aside"
 ENV = {k: v for k, v in os.environ.items() if not k.startswith("KERAS_CLONE_FIX")}
-LIST_MODULES = "import sys; print(' '.join(sorted(sys.modules)))"
+# Modules only: Python 2 also keeps None under the names an implicit
+# relative import tried (keras_clone_fix.os).
+LIST_MODULES = ("import sys; print(' '.join(sorted(name for name, module in sys.modules.items()"
+                " if module is not None)))")
 clock = getattr(time, "perf_counter", time.time)  # Python 2: time.time, to the microsecond
 
 
