@@ -72,8 +72,9 @@ def set_patched(patched):
     status = keras_clone_fix.patch() if patched else keras_clone_fix.unpatch()
     on = [name for name, is_on in status.targets.items() if is_on]
     if patched and not any(name.endswith("Layer._set_mask_metadata") for name in on):
-        sys.exit("Layer._set_mask_metadata is not patched on TensorFlow {} ({}): "
-                 "nothing to measure".format(tf.__version__, status.reason))
+        sys.stderr.write("Layer._set_mask_metadata is not patched on TensorFlow {} ({}): "
+                         "nothing to measure\n".format(tf.__version__, status.reason))
+        sys.exit(2)
     return on
 
 
