@@ -10,6 +10,7 @@
     nox -s check-cost   # seconds and memory of `check` on BERT-base and ResNet50
     nox -s startup startup-2.7   # start-up figures on Python 3.13 and 2.7
     nox -s patch-cost   # what patch() costs on every affected release
+    nox -s layer-call-cost    # what the fix adds to a layer call on tf.keras 1.12, 1.13
 
 Each session installs the one wheel built from this tree (never an editable
 install: those carry no .pth file), so tests see what users install.
@@ -277,3 +278,14 @@ def patch_cost(session, requirements, keras_releases):
             session.install("--no-deps", "keras==" + release)
         session.run("python", "benchmarks/patch_time.py", "--baseline", PATCH_COST_BASELINE,
                     *session.posargs, env=QUIET_TF)
+
+
+@nox.session(name="layer-call-cost", venv_backend="venv")
+@nox.parametrize("python,requirements", [
+    nox.param(ENVIRONMENTS[name][0], ENVIRONMENTS[name][1], id=name)
+    for name in ("tf-1.12", "tf-1.13")])
+def layer_call_cost(session, requirements):
+    """What wrapping Layer._set_mask_metadata adds to each layer call on
+    tf.keras 1.12 and 1.13; arguments go to benchmarks/layer_call_time.py."""
+    install(session, *requirements)
+    session.run("python", "benchmarks/layer_call_time.py", *session.posargs, env=QUIET_TF)

@@ -1,7 +1,8 @@
 """What `python -m keras_clone_fix check MODEL_FILE` costs on large models:
-prints seconds and peak memory (max RSS) of the command's own process and
-of each side's interpreter, and the command's wall time beside the sum of
-its two sides' times (they run at the same time); asserts nothing.
+prints, a Markdown table row a model, seconds and peak memory (max RSS) of
+the command's own process and of each side's interpreter, and the
+command's wall time beside the sum of its two sides' times (they run at the
+same time); asserts nothing.
 
     nox -s check-cost   (Python 3.7, TensorFlow 1.15, Keras 2.2.4)
     python benchmarks/check_cost.py resnet50   (the models named only)
@@ -123,18 +124,16 @@ def measure(name, build, scratch, options=()):
         universal_newlines=True)
     seconds = time.time() - started
     peaks = PEAK.findall(finished.stderr)
-    print("\n{}: {:.1f} million weights, {:.0f} MB file; exit status {}, {:.0f} s".format(
-        name, weights / 1e6, os.path.getsize(path) / 2.0 ** 20, finished.returncode, seconds))
-    print("| process | seconds | peak memory |\n|---|---|---|")
-    for process, side_seconds, megabytes in peaks:
-        print("| {} | {} | {} MB |".format(process, side_seconds or "{:.0f}".format(seconds),
-                                           megabytes))
-    sides = [float(side_seconds) for _, side_seconds, _ in peaks if side_seconds]
-    print("wall time of check: {:.0f} s; its {} sides' own times added: {:.0f} s".format(
-        seconds, len(sides), sum(sides)))
-    print(finished.stdout.rstrip().splitlines()[-1])
     if finished.returncode:
-        print(finished.stderr[-3000:])
+        sys.stderr.write(finished.stderr[-3000:] + "\n")
+    sides = [float(side_seconds) for _, side_seconds, _ in peaks if side_seconds]
+    return [name, "{:.1f} M, {:.0f} MB".format(weights / 1e6, os.path.getsize(path) / 2.0 ** 20),
+            str(finished.returncode), "{:.0f} s".format(seconds),
+            "{:.0f} s ({} sides)".format(sum(sides), len(sides)),
+            "; ".join("{}: {}{} MB".format(process, side_seconds + " s, " if side_seconds else "",
+                                           megabytes)
+                      for process, side_seconds, megabytes in peaks),
+            finished.stdout.rstrip().splitlines()[-1] if finished.stdout.strip() else "-"]
 
 
 def main():
@@ -146,11 +145,15 @@ def main():
               "resnet50": (resnet50, [])}
     scratch = tempfile.mkdtemp(prefix="check-cost-")
     try:
-        for name in sys.argv[1:] or sorted(models):
-            build, options = models[name]
-            measure(name, build, scratch, options)
+        rows = [measure(name, models[name][0], scratch, models[name][1])
+                for name in sys.argv[1:] or sorted(models)]
     finally:
         shutil.rmtree(scratch)
+    print("\n| model | weights, file | exit status | wall time of `check` | the sides' own "
+          "times, added | each process: seconds, peak memory | the report's last line |")
+    print("|---|---|---|---|---|---|---|")
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
 
 
 if __name__ == "__main__":

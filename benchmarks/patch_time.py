@@ -28,8 +28,11 @@ The same count of `import wrapt` alone, after the families' import, tells
 how much of patch() that is: all of wrapt's import where the family has not
 imported it already (TensorFlow 1.4 - 1.13), nothing where it has.
 
---record FILE adds today's figures to FILE; --baseline FILE prints the
-"cold" figures FILE holds for the same release as "before", beside today's.
+It prints two Markdown tables (instructions, milliseconds), a row a
+release. --record FILE adds this run's figures to FILE and prints the rows
+of every release FILE holds: run once per release with the same FILE, the
+last run prints the whole table. --baseline FILE prints the "cold" figures
+FILE holds for the same release in the column "0.1.0", beside today's.
 benchmarks/patch_time_baseline.json holds those of 0.1.0 (commit cb51c02,
 before issue 20), recorded by this script: 0.1.0 stores nothing, so its one
 figure is what every interpreter pays.
@@ -174,24 +177,8 @@ def main():
     prepare("cold")  # leave the environment as a user's first interpreter finds it
     key = "python {}: {}".format(platform.python_version(), families)
 
-    baseline = {}
-    if options.baseline and os.path.exists(options.baseline):
-        with open(options.baseline) as stored:
-            baseline = json.load(stored).get(key, {})
-    print("patch() on " + key)
-    print("  {:<10} {:>10} {:>9} {:>9} {:>14}".format("", "median ms", "min ms", "max ms",
-                                                       "instructions"))
-    for name, row in (("before", baseline.get("cold")), ("cold", figures["cold"]),
-                      ("warm", figures.get("warm"))):
-        if row:
-            print("  {:<10} {:>10.2f} {:>9.2f} {:>9.2f} {:>14}".format(
-                name, row["median_ms"], row["min_ms"], row["max_ms"],
-                "{:,}".format(row["instructions"]) if "instructions" in row else "-"))
-    if "wrapt_import_instructions" in figures:
-        print("  `import wrapt` after the families' import: {:,} instructions".format(
-            figures["wrapt_import_instructions"]))
+    recorded = {key: figures}
     if options.record:
-        recorded = {}
         if os.path.exists(options.record):
             with open(options.record) as stored:
                 recorded = json.load(stored)
@@ -199,7 +186,46 @@ def main():
         with open(options.record, "w") as stored:
             json.dump(recorded, stored, indent=1, sort_keys=True)
             stored.write("\n")
+    baseline = {}
+    if options.baseline and os.path.exists(options.baseline):
+        with open(options.baseline) as stored:
+            baseline = json.load(stored)
+    print_tables(recorded, baseline)
 
+
+def instructions(row):
+    return "{:,}".format(row["instructions"]) if row and "instructions" in row else "-"
+
+
+def milliseconds(row):
+    if not row:
+        return "-"
+    return "{:.2f} ({:.2f} - {:.2f})".format(row["median_ms"], row["min_ms"], row["max_ms"])
+
+
+def print_tables(recorded, baseline):
+    """Markdown tables of the figures of every release in `recorded` (this
+    run's alone, or with --record those the file holds), 0.1.0's beside."""
+    rows = []
+    for key in sorted(recorded):
+        python, release = key[len("python "):].split(": ", 1)
+        rows.append((python, release, recorded[key], baseline.get(key, {})))
+    print("Instructions of patch() (callgrind):\n")
+    print("| Python | release | 0.1.0 | cold | warm | `import wrapt` after the family's |")
+    print("|---|---|---|---|---|---|")
+    for python, release, figures, before in rows:
+        wrapt = figures.get("wrapt_import_instructions")
+        print("| {} | {} | {} | {} | {} | {} |".format(
+            python, release, instructions(before.get("cold")), instructions(figures["cold"]),
+            instructions(figures.get("warm")), "-" if wrapt is None else "{:,}".format(wrapt)))
+    runs = max(figures["cold"]["runs"] for _, _, figures, _ in rows)
+    print("\nMilliseconds of patch(), median (min - max) of {} interpreters:\n".format(runs))
+    print("| Python | release | 0.1.0 | cold | warm |")
+    print("|---|---|---|---|---|")
+    for python, release, figures, before in rows:
+        print("| {} | {} | {} | {} | {} |".format(
+            python, release, milliseconds(before.get("cold")), milliseconds(figures["cold"]),
+            milliseconds(figures.get("warm"))))
 
 if __name__ == "__main__":
     main()

@@ -5,8 +5,9 @@ Run in an environment where the wheel is installed (nox -s bench startup):
     python benchmarks/startup.py [runs]
 
 Times `python -c pass` with the installed .pth and with it moved aside,
-alternating, and reports medians; then lists the modules the .pth adds at
-start and what `python -X importtime` says they cost (Python 3.7 and later).
+alternating, and reports medians, the instructions callgrind counts, and the
+modules the .pth adds at start, as a Markdown table; then what
+`python -X importtime` says our modules cost (Python 3.7 and later).
 Moves the .pth back however it ends. Runs on Python 2.7 too.
 """
 
@@ -28,7 +29,10 @@ SITE_PACKAGES = os.path.dirname(os.path.dirname(os.path.abspath(keras_clone_fix.
 PTH = os.path.join(SITE_PACKAGES, "keras_clone_fix.pth")
 ASIDE = PTH + ".aside"
 ENV = {k: v for k, v in os.environ.items() if not k.startswith("KERAS_CLONE_FIX")}
-LIST_MODULES = "import sys; print(' '.join(sorted(sys.modules)))"
+# Modules only: Python 2 also keeps None under the names an implicit
+# relative import tried (keras_clone_fix.os).
+LIST_MODULES = ("import sys; print(' '.join(sorted(name for name, module in sys.modules.items()"
+                " if module is not None)))")
 clock = getattr(time, "perf_counter", time.time)  # Python 2: time.time, to the microsecond
 
 
@@ -103,30 +107,37 @@ def instructions():
     return int(counts[0]) if counts else None
 
 
+def wrapt_version():
+    return run("-c", "import wrapt; print(wrapt.__version__)")[0].strip()
+
+
 def main(runs=40):
-    print("python {} on {} ({} cores)".format(platform.python_version(), platform.processor()
-                                            or platform.machine(), multiprocessing.cpu_count()))
+    print("python {} on {} ({} cores)\n".format(platform.python_version(), platform.processor()
+                                              or platform.machine(), multiprocessing.cpu_count()))
     with_pth, without_pth = timings(runs)
     median_with, median_without = median(with_pth), median(without_pth)
-    print("python -c pass, median of {} runs each, alternating:".format(runs))
-    print("  with keras_clone_fix.pth    {:8.2f} ms".format(median_with * 1e3))
-    print("  without it                  {:8.2f} ms".format(median_without * 1e3))
-    print("  difference                  {:8.2f} ms".format((median_with - median_without) * 1e3))
-    with_pth = instructions()
-    if with_pth:
+    with_count = instructions()
+    if with_count:
         with PthMovedAside():
-            without_pth = instructions()
-        print("instructions (callgrind): {:,} with the .pth, {:,} without: {:+,} ({:+.1%})".format(
-            with_pth, without_pth, with_pth - without_pth,
-            float(with_pth - without_pth) / without_pth))
-    print("modules in sys.modules at start only because of the .pth:")
-    print("  " + " ".join(modules_added_by_the_pth()))
+            without_count = instructions()
+    print("| Python | wrapt | `python -c pass`, median of {} runs each, alternating: with the "
+          ".pth, without | added | instructions (callgrind) with the .pth, without | added | "
+          "modules in sys.modules at start only because of the .pth |".format(runs))
+    print("|---|---|---|---|---|---|---|")
+    print("| {} | {} | {:.2f} ms, {:.2f} ms | {:+.2f} ms | {} | {} | {} |".format(
+        platform.python_version(), wrapt_version(), median_with * 1e3, median_without * 1e3,
+        (median_with - median_without) * 1e3,
+        "{:,}, {:,}".format(with_count, without_count) if with_count else "-",
+        "{:+,} ({:+.1%})".format(with_count - without_count,
+                                 float(with_count - without_count) / without_count)
+        if with_count else "-",
+        ", ".join("`{}`".format(name) for name in modules_added_by_the_pth())))
     if sys.version_info < (3, 7):
         return  # no -X importtime
-    print("python -X importtime, our modules (self us, cumulative us):")
+    print("\n`python -X importtime`, our modules:\n")
+    print("| module | self | cumulative |\n|---|---|---|")
     for self_us, cumulative_us, name in importtime_of_our_modules():
-        print("  {:>6} {:>6}  {}".format(self_us, cumulative_us, name))
-
+        print("| `{}` | {} us | {} us |".format(name, self_us, cumulative_us))
 
 if __name__ == "__main__":
     main(*[int(arg) for arg in sys.argv[1:]])
