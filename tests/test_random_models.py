@@ -16,7 +16,6 @@ RANDOM_MODELS=N sets how many seeds run (default 6; `nox -s full`: 250).
 import collections
 import os
 
-import numpy
 import pytest
 
 import keras_clone_fix
@@ -25,6 +24,7 @@ from conftest import skip_module_unless_affected
 skip_module_unless_affected()
 
 import keras  # noqa: E402
+import numpy  # noqa: E402 (only where keras is, after the skip)
 from models import (  # noqa: E402
     assert_close, assert_predicts_like, assert_same_predictions, call_on_new_inputs, called_twice,
     data_for, node_arguments, predict)
