@@ -62,20 +62,30 @@ def _import_keras():
     return keras
 
 
-def installed(name):
-    """Whether a top-level module can be imported, without importing it."""
-    if sys.modules.get(name) is not None:  # TensorFlow 1.14's module has no __spec__
-        return True
+def _module_places(name):
+    """Where a top-level module is imported from (its package's directories,
+    or its file), found without importing it; None where it is not found."""
     try:
         from importlib.util import find_spec
     except ImportError:  # Python 2
         import imp
         try:
-            imp.find_module(name)
+            return [imp.find_module(name)[1]]
         except ImportError:
-            return False
-        return True
-    return find_spec(name) is not None
+            return None
+    try:
+        spec = find_spec(name)
+    except ValueError:  # imported already, without a __spec__ (TensorFlow 1.14)
+        module = sys.modules[name]
+        return list(getattr(module, "__path__", [])) or [getattr(module, "__file__", None)]
+    if spec is None:
+        return None
+    return list(spec.submodule_search_locations or []) or [spec.origin]
+
+
+def installed(name):
+    """Whether a top-level module can be imported, without importing it."""
+    return sys.modules.get(name) is not None or _module_places(name) is not None
 
 
 def installed_version(name):
@@ -83,23 +93,9 @@ def installed_version(name):
     its metadata beside it says (pip's *.dist-info, setuptools' *.egg-info,
     whose top_level.txt names the module), importing nothing; None where it
     is not found or not one."""
-    try:
-        from importlib.util import find_spec
-    except ImportError:  # Python 2
-        import imp
-        try:
-            places = [imp.find_module(name)[1]]
-        except ImportError:
-            places = []
-    else:
-        try:
-            spec = find_spec(name)
-            places = list(spec.submodule_search_locations or []) if spec else []
-        except ValueError:  # imported already, without a __spec__
-            places = list(getattr(sys.modules[name], "__path__", []))
     versions = set()
-    for place in places:
-        for metadata in glob.glob(os.path.join(os.path.dirname(place), "*-*.*-info")):
+    for place in _module_places(name) or []:
+        for metadata in glob.glob(os.path.join(os.path.dirname(place or ""), "*-*.*-info")):
             try:
                 with open(os.path.join(metadata, "top_level.txt")) as opened:
                     modules = opened.read().split()

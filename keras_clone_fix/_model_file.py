@@ -21,7 +21,7 @@ import sys
 import zipfile
 
 from keras_clone_fix._affected import api_version, parse_version
-from keras_clone_fix._check import release_name
+from keras_clone_fix._check import KERAS_3, release_name
 
 HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 ZIP_SIGNATURE = b"PK\x03\x04"
@@ -215,7 +215,7 @@ def refuse_later_release(keras, path, version):
     one cannot read: Keras 2.4 and later, tf.keras of TensorFlow 2 (2.2's
     wrote '2.3.0-tf', 2.3 on '2.4.0' and up), Keras 3."""
     version = str(version)
-    saved = (3, 0, 0) if version == KERAS_3_CONFIG else parse_version(version, leading=True)
+    saved = KERAS_3 if version == KERAS_3_CONFIG else parse_version(version, leading=True)
     if saved is None or not (saved >= (2, 4) or version.endswith("-tf") and saved >= (2, 3)):
         return
     if saved <= api_version(keras):
