@@ -26,6 +26,8 @@ import keras
 import tensorflow as tf
 from keras import backend as K
 
+from markdown_table import header, row
+
 HIDDEN, BLOCKS, HEADS, FEED_FORWARD, VOCABULARY, STEPS = 768, 12, 12, 3072, 30522, 128
 # The command's own process, run so that it reports its peak memory too.
 MEASURED_COMMAND = """
@@ -149,11 +151,12 @@ def main():
                 for name in sys.argv[1:] or sorted(models)]
     finally:
         shutil.rmtree(scratch)
-    print("\n| model | weights, file | exit status | wall time of `check` | the sides' own "
-          "times, added | each process: seconds, peak memory | the report's last line |")
-    print("|---|---|---|---|---|---|---|")
-    for row in rows:
-        print("| " + " | ".join(row) + " |")
+    print()
+    header("model", "weights, file", "exit status", "wall time of `check`",
+           "the sides' own times, added", "each process: seconds, peak memory",
+           "the report's last line")
+    for cells in rows:
+        row(*cells)
 
 
 if __name__ == "__main__":

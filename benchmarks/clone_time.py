@@ -24,6 +24,7 @@ from keras import backend as K
 from keras.layers import Add, Input, Lambda
 
 import keras_clone_fix
+from markdown_table import header, row
 
 REPEATS = 10
 SEQ2SEQ_REPEATS = 4  # 120 LSTMs a build: slow
@@ -98,7 +99,7 @@ def medians(build, repeats, action=keras.models.clone_model):
 
 def compare(name, build, action=keras.models.clone_model, repeats=REPEATS):
     fixed, plain = medians(build, repeats, action)
-    print("| {} | {:.3f} s | {:.3f} s | {:.3f} |".format(name, fixed, plain, fixed / plain))
+    row(name, "{:.3f} s".format(fixed), "{:.3f} s".format(plain), "{:.3f}".format(fixed / plain))
 
 
 def python_calls(build, patched, action):
@@ -123,18 +124,18 @@ def python_calls(build, patched, action):
 
 def compare_calls(name, build, action):
     fixed, plain = python_calls(build, True, action), python_calls(build, False, action)
-    print("| {} | {:,} | {:,} | {:+,} ({:+.3f} %) |".format(
-        name, fixed, plain, fixed - plain, 100.0 * (fixed - plain) / plain))
+    row(name, "{:,}".format(fixed), "{:,}".format(plain),
+        "{:+,} ({:+.3f} %)".format(fixed - plain, 100.0 * (fixed - plain) / plain))
 
 
 def scaling(sizes=(202, 302, 3002), repeats=5):
     print("\nclone time by size (chains of two-output Lambda layers; 1,002 layers are in the "
           "first table), median of {} alternating runs:\n".format(repeats))
-    print("| layers | patched | Keras' own | ratio | patched per layer |\n|---|---|---|---|---|")
+    header("layers", "patched", "Keras' own", "ratio", "patched per layer")
     for size in sizes:
         fixed, plain = medians(lambda: split_graph(size), repeats)
-        print("| {} | {:.3f} s | {:.3f} s | {:.3f} | {:.2f} ms |".format(
-            size, fixed, plain, fixed / plain, fixed / size * 1e3))
+        row(size, "{:.3f} s".format(fixed), "{:.3f} s".format(plain),
+            "{:.3f}".format(fixed / plain), "{:.2f} ms".format(fixed / size * 1e3))
 
 
 def rss_megabytes():
@@ -156,11 +157,11 @@ def memory_growth(patched, clones=200, warm_up=10):
 def memory(clones=200):
     print("\nRSS growth over {} clones of a 202-layer graph, K.clear_session() between,"
           " each mode in a fresh process:\n".format(clones))
-    print("| mode | RSS growth |\n|---|---|")
+    header("mode", "RSS growth")
     for mode in ("patched", "unpatched"):
         finished = subprocess.run([sys.executable, __file__, "--memory", mode], check=True,
                                   stdout=subprocess.PIPE, universal_newlines=True)
-        print("| {} | {} MiB |".format(mode, finished.stdout.split()[-1]))
+        row(mode, "{} MiB".format(finished.stdout.split()[-1]))
 
 
 def machine():
@@ -175,22 +176,23 @@ def main():
     print(machine())
     print("\nclone time, median of {} alternating runs ({} for the seq2seq-style graph):\n".format(
         REPEATS, SEQ2SEQ_REPEATS))
-    print("| model | patched | Keras' own | ratio |\n|---|---|---|---|")
+    header("model", "patched", "Keras' own", "ratio")
     compare("ResNet50(weights=None)", resnet50)
     compare("1,002 layers, 500 two-output", lambda: split_graph(1002))
     compare("seq2seq-style, 302 layers, 120 LSTMs", seq2seq_graph, repeats=SEQ2SEQ_REPEATS)
     print("\ncalling the model on a new Input (run_internal_graph), median of {} ({} for the "
           "seq2seq-style graph):\n".format(REPEATS, SEQ2SEQ_REPEATS))
-    print("| model | patched | Keras' own | ratio |\n|---|---|---|---|")
+    header("model", "patched", "Keras' own", "ratio")
     compare("ResNet50(weights=None)", resnet50, call_on_new_input)
     compare("1,002 layers, 500 two-output", lambda: split_graph(1002), call_on_new_input)
     compare("seq2seq-style, 302 layers, 120 LSTMs", seq2seq_graph, call_on_new_input,
             repeats=SEQ2SEQ_REPEATS)
     print("\nPython function calls (sys.setprofile):\n")
-    print("| ResNet50(weights=None) | patched | Keras' own | difference |\n|---|---|---|---|")
+    header("ResNet50(weights=None)", "patched", "Keras' own", "difference")
     compare_calls("clone_model", resnet50, keras.models.clone_model)
     compare_calls("called on a new Input", resnet50, call_on_new_input)
-    print("\n| seq2seq-style, 302 layers | patched | Keras' own | difference |\n|---|---|---|---|")
+    print()
+    header("seq2seq-style, 302 layers", "patched", "Keras' own", "difference")
     compare_calls("clone_model", seq2seq_graph, keras.models.clone_model)
     compare_calls("called on a new Input", seq2seq_graph, call_on_new_input)
     scaling()

@@ -23,6 +23,7 @@ import time
 import tensorflow as tf
 
 import keras_clone_fix
+from markdown_table import header, row
 
 REPEATS = 9
 clock = getattr(time, "process_time", time.clock)
@@ -105,19 +106,17 @@ def main(sizes):
     set_patched(True)
     print("CPU time of the layer calls of one build, median of {} alternating runs:\n".format(
         REPEATS))
-    print("| model | patched | unpatched | ratio | difference per layer call |")
-    print("|---|---|---|---|---|")
+    header("model", "patched", "unpatched", "ratio", "difference per layer call")
     for model, layers, layer_calls, patched, unpatched in times:
-        print("| {} {} Dense | {:.3f} s | {:.3f} s | {:.3f} | {:+.1f} us |".format(
-            model, layers, patched, unpatched, patched / unpatched,
-            (patched - unpatched) / layer_calls * 1e6))
+        row("{} {} Dense".format(model, layers), "{:.3f} s".format(patched),
+            "{:.3f} s".format(unpatched), "{:.3f}".format(patched / unpatched),
+            "{:+.1f} us".format((patched - unpatched) / layer_calls * 1e6))
     print("\nPython function calls of one build (sys.setprofile):\n")
-    print("| model | patched | unpatched | difference | per layer call |")
-    print("|---|---|---|---|---|")
+    header("model", "patched", "unpatched", "difference", "per layer call")
     for model, layers, layer_calls, patched, unpatched in calls:
-        print("| {} {} Dense | {:,} | {:,} | {:+,} ({:+.2%}) | {:+.2f} |".format(
-            model, layers, patched, unpatched, patched - unpatched,
-            float(patched - unpatched) / unpatched, float(patched - unpatched) / layer_calls))
+        row("{} {} Dense".format(model, layers), "{:,}".format(patched), "{:,}".format(unpatched),
+            "{:+,} ({:+.2%})".format(patched - unpatched, float(patched - unpatched) / unpatched),
+            "{:+.2f}".format(float(patched - unpatched) / layer_calls))
 
 
 if __name__ == "__main__":

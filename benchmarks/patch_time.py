@@ -47,6 +47,8 @@ import subprocess
 import sys
 import tempfile
 
+from markdown_table import header, row
+
 CHILD = r"""
 import json, os, subprocess, sys, time
 clock = getattr(time, "perf_counter", time.time)
@@ -193,14 +195,16 @@ def main():
     print_tables(recorded, baseline)
 
 
-def instructions(row):
-    return "{:,}".format(row["instructions"]) if row and "instructions" in row else "-"
+def instructions(measured):
+    return ("{:,}".format(measured["instructions"])
+            if measured and "instructions" in measured else "-")
 
 
-def milliseconds(row):
-    if not row:
+def milliseconds(measured):
+    if not measured:
         return "-"
-    return "{:.2f} ({:.2f} - {:.2f})".format(row["median_ms"], row["min_ms"], row["max_ms"])
+    return "{:.2f} ({:.2f} - {:.2f})".format(
+        measured["median_ms"], measured["min_ms"], measured["max_ms"])
 
 
 def print_tables(recorded, baseline):
@@ -211,21 +215,17 @@ def print_tables(recorded, baseline):
         python, release = key[len("python "):].split(": ", 1)
         rows.append((python, release, recorded[key], baseline.get(key, {})))
     print("Instructions of patch() (callgrind):\n")
-    print("| Python | release | 0.1.0 | cold | warm | `import wrapt` after the family's |")
-    print("|---|---|---|---|---|---|")
+    header("Python", "release", "0.1.0", "cold", "warm", "`import wrapt` after the family's")
     for python, release, figures, before in rows:
         wrapt = figures.get("wrapt_import_instructions")
-        print("| {} | {} | {} | {} | {} | {} |".format(
-            python, release, instructions(before.get("cold")), instructions(figures["cold"]),
-            instructions(figures.get("warm")), "-" if wrapt is None else "{:,}".format(wrapt)))
+        row(python, release, instructions(before.get("cold")), instructions(figures["cold"]),
+            instructions(figures.get("warm")), "-" if wrapt is None else "{:,}".format(wrapt))
     runs = max(figures["cold"]["runs"] for _, _, figures, _ in rows)
     print("\nMilliseconds of patch(), median (min - max) of {} interpreters:\n".format(runs))
-    print("| Python | release | 0.1.0 | cold | warm |")
-    print("|---|---|---|---|---|")
+    header("Python", "release", "0.1.0", "cold", "warm")
     for python, release, figures, before in rows:
-        print("| {} | {} | {} | {} | {} |".format(
-            python, release, milliseconds(before.get("cold")), milliseconds(figures["cold"]),
-            milliseconds(figures.get("warm"))))
+        row(python, release, milliseconds(before.get("cold")), milliseconds(figures["cold"]),
+            milliseconds(figures.get("warm")))
 
 if __name__ == "__main__":
     main()

@@ -19,6 +19,7 @@ import sys
 import time
 
 import keras_clone_fix
+from markdown_table import header, row
 
 try:
     from shutil import which
@@ -120,24 +121,23 @@ def main(runs=40):
     if with_count:
         with PthMovedAside():
             without_count = instructions()
-    print("| Python | wrapt | `python -c pass`, median of {} runs each, alternating: with the "
-          ".pth, without | added | instructions (callgrind) with the .pth, without | added | "
-          "modules in sys.modules at start only because of the .pth |".format(runs))
-    print("|---|---|---|---|---|---|---|")
-    print("| {} | {} | {:.2f} ms, {:.2f} ms | {:+.2f} ms | {} | {} | {} |".format(
-        platform.python_version(), wrapt_version(), median_with * 1e3, median_without * 1e3,
-        (median_with - median_without) * 1e3,
+    header("Python", "wrapt", "`python -c pass`, median of {} runs each, alternating: with the "
+           ".pth, without".format(runs), "added", "instructions (callgrind) with the .pth, "
+           "without", "added", "modules in sys.modules at start only because of the .pth")
+    row(platform.python_version(), wrapt_version(),
+        "{:.2f} ms, {:.2f} ms".format(median_with * 1e3, median_without * 1e3),
+        "{:+.2f} ms".format((median_with - median_without) * 1e3),
         "{:,}, {:,}".format(with_count, without_count) if with_count else "-",
         "{:+,} ({:+.1%})".format(with_count - without_count,
                                  float(with_count - without_count) / without_count)
         if with_count else "-",
-        ", ".join("`{}`".format(name) for name in modules_added_by_the_pth())))
+        ", ".join("`{}`".format(name) for name in modules_added_by_the_pth()))
     if sys.version_info < (3, 7):
         return  # no -X importtime
     print("\n`python -X importtime`, our modules:\n")
-    print("| module | self | cumulative |\n|---|---|---|")
+    header("module", "self", "cumulative")
     for self_us, cumulative_us, name in importtime_of_our_modules():
-        print("| `{}` | {} us | {} us |".format(name, self_us, cumulative_us))
+        row("`{}`".format(name), "{} us".format(self_us), "{} us".format(cumulative_us))
 
 if __name__ == "__main__":
     main(*[int(arg) for arg in sys.argv[1:]])
