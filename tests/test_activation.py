@@ -23,6 +23,8 @@ try:
 except ImportError:  # Python 2
     from imp import reload
 
+pytestmark = pytest.mark.activation
+
 
 def test_import_is_lazy(python_without_pth):
     report, _ = probe("fix-only", python=python_without_pth)

@@ -33,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 
+import pytest
 from hypothesis import HealthCheck, settings, strategies
 from hypothesis.stateful import (
     RuleBasedStateMachine, initialize, precondition, rule, run_state_machine_as_test)
@@ -44,8 +45,7 @@ from keras_clone_fix._affected import target_name
 SEQUENCES = int(os.environ.get("ACTIVATION_SEQUENCES", "20"))
 STEPS = int(os.environ.get("ACTIVATION_STEPS", "10"))
 RAN = collections.Counter()  # sequences, and steps of each event: the terminal summary
-
-
+pytestmark = pytest.mark.activation
 
 
 class Driver(object):

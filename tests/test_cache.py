@@ -22,7 +22,8 @@ from keras_clone_fix import _activation, _cache, _fix, _rules, _runtime
 from keras_clone_fix._affected import target_name
 
 TARGETS = [target for targets in RELEASE_TARGETS.values() for target in targets]
-pytestmark = pytest.mark.skipif(not TARGETS, reason="needs an affected keras or tf.keras")
+pytestmark = [pytest.mark.activation,
+              pytest.mark.skipif(not TARGETS, reason="needs an affected keras or tf.keras")]
 
 
 def keras_function(target):

@@ -10,6 +10,7 @@ import pytest
 from conftest import SITE_PACKAGES, affected_only, installed, probe, run_python, warnings_in
 
 PTH = os.path.join(SITE_PACKAGES, "keras_clone_fix.pth")
+pytestmark = pytest.mark.activation
 
 
 def test_pth_is_installed_beside_the_package():

@@ -6,6 +6,8 @@ import pytest
 
 from conftest import affected_only, run_pytest
 
+pytestmark = pytest.mark.activation
+
 USES_THE_FIXTURE = textwrap.dedent(u"""
     import sys
 
