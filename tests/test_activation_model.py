@@ -18,11 +18,11 @@ patch in a chain they call runs; patch() raises exactly where ours cannot
 go in; unpatch() warns exactly where ours stays; and a fixture's exit put
 back the very objects that were there at its enter.
 
-ACTIVATION_SEQUENCES (default 20; each sequence a fresh interpreter, the
+ACTIVATION_SEQUENCES (default 12; each sequence a fresh interpreter, the
 largest part of a session's time) and ACTIVATION_STEPS (default 10) bound it;
-`nox -s activation-model` runs 300. Hypothesis makes its first sequences of
-the simplest events (about one in ten of the first hundred), so much fewer
-than 20 would test little.
+`nox -s activation-model` runs 300. Hypothesis makes about one in ten of its
+first sequences of the simplest events, so much fewer than 12 would test
+little.
 """
 
 import collections
@@ -42,7 +42,7 @@ from conftest import RELEASE_TARGETS, TESTS
 from keras_clone_fix import FAMILIES
 from keras_clone_fix._affected import target_name
 
-SEQUENCES = int(os.environ.get("ACTIVATION_SEQUENCES", "20"))
+SEQUENCES = int(os.environ.get("ACTIVATION_SEQUENCES", "12"))
 STEPS = int(os.environ.get("ACTIVATION_STEPS", "10"))
 RAN = collections.Counter()  # sequences, and steps of each event: the terminal summary
 pytestmark = pytest.mark.activation
