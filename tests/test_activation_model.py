@@ -18,8 +18,8 @@ patch in a chain they call runs; patch() raises exactly where ours cannot
 go in; unpatch() warns exactly where ours stays; and a fixture's exit put
 back the very objects that were there at its enter.
 
-ACTIVATION_SEQUENCES (default 12; each sequence a fresh interpreter, the
-largest part of a session's time) and ACTIVATION_STEPS (default 10) bound it;
+ACTIVATION_SEQUENCES (default 12; each sequence a fresh interpreter) and
+ACTIVATION_STEPS (default 10) bound it;
 `nox -s activation-model` runs 300. Hypothesis makes about one in ten of its
 first sequences of the simplest events, so much fewer than 12 would test
 little.
