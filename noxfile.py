@@ -33,14 +33,20 @@ nox.needs_version = ">=2024.3.2"
 ROOT = os.path.dirname(os.path.abspath(__file__))
 TF1 = ["tensorflow==1.15.5", "protobuf<3.21", "h5py<3"]
 QUIET_TF = {"TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONWARNINGS": "ignore::DeprecationWarning,ignore::FutureWarning"}
-# tf.keras of TensorFlow 1.15 is right and left alone: tests(keras-2.2.4-tf-1.15)
-# proves it, and the other keras sessions on the same TensorFlow leave it out.
-TF1_AGAIN = dict(QUIET_TF, PYTEST_ADDOPTS="--ignore=tests/test_tf_keras.py")
-# Theano compiles each model, in every new interpreter: fewer random models,
-# and the tests of activation (which do not depend on the backend, and start
-# many interpreters) are left to the TensorFlow sessions.
-THEANO = dict(QUIET_TF, KERAS_BACKEND="theano", RANDOM_MODELS="3",
-              PYTEST_ADDOPTS="-m 'not activation'")
+# What a session leaves to another that proves the same (PYTEST_ADDOPTS):
+# tf.keras of TensorFlow 1.15 is right and left alone, proven in
+# tests(keras-2.2.4-tf-1.15); the tests of activation run once for each set
+# of patched targets (and each Python), and do not depend on the backend.
+TF_KERAS_1_15_ELSEWHERE = "--ignore=tests/test_tf_keras.py"
+ACTIVATION_ELSEWHERE = "-m 'not activation'"
+
+
+def leaving(*options, **env):
+    return dict(QUIET_TF, PYTEST_ADDOPTS=" ".join(options), **env)
+
+
+# Theano compiles each model, in every new interpreter: fewer random models.
+THEANO = leaving(ACTIVATION_ELSEWHERE, KERAS_BACKEND="theano", RANDOM_MODELS="3")
 
 
 def tf_on_python36(tensorflow, tensorboard, numpy):
@@ -54,17 +60,20 @@ def tf_on_python36(tensorflow, tensorboard, numpy):
 
 # id: (python, requirements, environment variables)
 ENVIRONMENTS = {
-    "keras-2.0.0-tf-1.15": ("3.7", TF1 + ["keras==2.0.0"], TF1_AGAIN),
-    "keras-2.0.6-tf-1.15": ("3.7", TF1 + ["keras==2.0.6"], TF1_AGAIN),
-    "keras-2.0.8-tf-1.15": ("3.7", TF1 + ["keras==2.0.8"], TF1_AGAIN),
-    "keras-2.1.6-tf-1.15": ("3.7", TF1 + ["keras==2.1.6"], TF1_AGAIN),
+    "keras-2.0.0-tf-1.15": ("3.7", TF1 + ["keras==2.0.0"], leaving(TF_KERAS_1_15_ELSEWHERE)),
+    "keras-2.0.6-tf-1.15": ("3.7", TF1 + ["keras==2.0.6"],
+                            leaving(TF_KERAS_1_15_ELSEWHERE, ACTIVATION_ELSEWHERE)),  # 2.0.0's targets
+    "keras-2.0.8-tf-1.15": ("3.7", TF1 + ["keras==2.0.8"], leaving(TF_KERAS_1_15_ELSEWHERE)),
+    "keras-2.1.6-tf-1.15": ("3.7", TF1 + ["keras==2.1.6"],
+                            leaving(TF_KERAS_1_15_ELSEWHERE, ACTIVATION_ELSEWHERE)),  # 2.0.8's targets
     "keras-2.2.4-tf-1.15": ("3.7", TF1 + ["keras==2.2.4"], QUIET_TF),
     # TensorFlow 1.14 (affected too): both families patched in one process.
     "keras-2.2.5-tf-1.14": ("3.7", ["tensorflow==1.14.0", "protobuf<3.21", "h5py<3", "keras==2.2.5"],
                             QUIET_TF),
-    "keras-2.3.1-tf-1.15": ("3.7", TF1 + ["keras==2.3.1"], TF1_AGAIN),
+    "keras-2.3.1-tf-1.15": ("3.7", TF1 + ["keras==2.3.1"],
+                            leaving(TF_KERAS_1_15_ELSEWHERE, ACTIVATION_ELSEWHERE)),  # 2.2.4's targets
     "keras-2.3.1-tf-2.1": ("3.7", ["tensorflow==2.1.4", "keras==2.3.1", "protobuf<3.21",
-                                   "h5py<3"], QUIET_TF),
+                                   "h5py<3"], leaving(ACTIVATION_ELSEWHERE)),  # 2.2.4's targets
     "keras-2.2.4-theano": ("3.7", ["theano==1.0.4", "keras==2.2.4", "numpy<1.19", "scipy<1.6",
                                    "h5py<3"], THEANO),
     # TensorFlow before 1.13 has no Python 3.7 wheels: on 3.6, see tf_on_python36.
