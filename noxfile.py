@@ -61,19 +61,20 @@ def tf_on_python36(tensorflow, tensorboard, numpy):
 # id: (python, requirements, environment variables)
 ENVIRONMENTS = {
     "keras-2.0.0-tf-1.15": ("3.7", TF1 + ["keras==2.0.0"], leaving(TF_KERAS_1_15_ELSEWHERE)),
+    # 2.0.6 patches 2.0.0's targets, 2.1.6 2.0.8's, 2.3.1 2.2.4's.
     "keras-2.0.6-tf-1.15": ("3.7", TF1 + ["keras==2.0.6"],
-                            leaving(TF_KERAS_1_15_ELSEWHERE, ACTIVATION_ELSEWHERE)),  # 2.0.0's targets
+                            leaving(TF_KERAS_1_15_ELSEWHERE, ACTIVATION_ELSEWHERE)),
     "keras-2.0.8-tf-1.15": ("3.7", TF1 + ["keras==2.0.8"], leaving(TF_KERAS_1_15_ELSEWHERE)),
     "keras-2.1.6-tf-1.15": ("3.7", TF1 + ["keras==2.1.6"],
-                            leaving(TF_KERAS_1_15_ELSEWHERE, ACTIVATION_ELSEWHERE)),  # 2.0.8's targets
+                            leaving(TF_KERAS_1_15_ELSEWHERE, ACTIVATION_ELSEWHERE)),
     "keras-2.2.4-tf-1.15": ("3.7", TF1 + ["keras==2.2.4"], QUIET_TF),
     # TensorFlow 1.14 (affected too): both families patched in one process.
     "keras-2.2.5-tf-1.14": ("3.7", ["tensorflow==1.14.0", "protobuf<3.21", "h5py<3", "keras==2.2.5"],
                             QUIET_TF),
     "keras-2.3.1-tf-1.15": ("3.7", TF1 + ["keras==2.3.1"],
-                            leaving(TF_KERAS_1_15_ELSEWHERE, ACTIVATION_ELSEWHERE)),  # 2.2.4's targets
+                            leaving(TF_KERAS_1_15_ELSEWHERE, ACTIVATION_ELSEWHERE)),
     "keras-2.3.1-tf-2.1": ("3.7", ["tensorflow==2.1.4", "keras==2.3.1", "protobuf<3.21",
-                                   "h5py<3"], leaving(ACTIVATION_ELSEWHERE)),  # 2.2.4's targets
+                                   "h5py<3"], leaving(ACTIVATION_ELSEWHERE)),
     "keras-2.2.4-theano": ("3.7", ["theano==1.0.4", "keras==2.2.4", "numpy<1.19", "scipy<1.6",
                                    "h5py<3"], THEANO),
     # TensorFlow before 1.13 has no Python 3.7 wheels: on 3.6, see tf_on_python36.
