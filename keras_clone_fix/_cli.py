@@ -94,8 +94,9 @@ def installed_version(name):
     whose top_level.txt names the module), importing nothing; None where it
     is not found or not one."""
     versions = set()
-    for place in _module_places(name) or []:
-        for metadata in glob.glob(os.path.join(os.path.dirname(place or ""), "*-*.*-info")):
+    # A module with no file (None) has no directory: "" would glob the current one.
+    for place in filter(None, _module_places(name) or []):
+        for metadata in glob.glob(os.path.join(os.path.dirname(place), "*-*.*-info")):
             try:
                 with open(os.path.join(metadata, "top_level.txt")) as opened:
                     modules = opened.read().split()
