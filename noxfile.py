@@ -34,10 +34,11 @@ ROOT = os.path.dirname(os.path.abspath(__file__))
 TF1 = ["tensorflow==1.15.5", "protobuf<3.21", "h5py<3"]
 QUIET_TF = {"TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONWARNINGS": "ignore::DeprecationWarning,ignore::FutureWarning"}
 # What a session leaves to another that proves the same (PYTEST_ADDOPTS):
-# tf.keras of TensorFlow 1.15 is right and left alone, proven in
-# tests(keras-2.2.4-tf-1.15); the tests of activation run once for each set
-# of patched targets (and each Python), and do not depend on the backend.
-TF_KERAS_1_15_ELSEWHERE = "--ignore=tests/test_tf_keras.py"
+# tests/test_tf_keras.py runs once for each TensorFlow (1.15, right and left
+# alone: tests(keras-2.2.4-tf-1.15); 1.14: tests(tf-1.14)); the tests of
+# activation run once for each set of patched targets (and each Python), and
+# do not depend on the backend.
+TF_KERAS_ELSEWHERE = "--ignore=tests/test_tf_keras.py"
 ACTIVATION_ELSEWHERE = "-m 'not activation'"
 
 
@@ -60,19 +61,19 @@ def tf_on_python36(tensorflow, tensorboard, numpy):
 
 # id: (python, requirements, environment variables)
 ENVIRONMENTS = {
-    "keras-2.0.0-tf-1.15": ("3.7", TF1 + ["keras==2.0.0"], leaving(TF_KERAS_1_15_ELSEWHERE)),
+    "keras-2.0.0-tf-1.15": ("3.7", TF1 + ["keras==2.0.0"], leaving(TF_KERAS_ELSEWHERE)),
     # 2.0.6 patches 2.0.0's targets, 2.1.6 2.0.8's, 2.3.1 2.2.4's.
     "keras-2.0.6-tf-1.15": ("3.7", TF1 + ["keras==2.0.6"],
-                            leaving(TF_KERAS_1_15_ELSEWHERE, ACTIVATION_ELSEWHERE)),
-    "keras-2.0.8-tf-1.15": ("3.7", TF1 + ["keras==2.0.8"], leaving(TF_KERAS_1_15_ELSEWHERE)),
+                            leaving(TF_KERAS_ELSEWHERE, ACTIVATION_ELSEWHERE)),
+    "keras-2.0.8-tf-1.15": ("3.7", TF1 + ["keras==2.0.8"], leaving(TF_KERAS_ELSEWHERE)),
     "keras-2.1.6-tf-1.15": ("3.7", TF1 + ["keras==2.1.6"],
-                            leaving(TF_KERAS_1_15_ELSEWHERE, ACTIVATION_ELSEWHERE)),
+                            leaving(TF_KERAS_ELSEWHERE, ACTIVATION_ELSEWHERE)),
     "keras-2.2.4-tf-1.15": ("3.7", TF1 + ["keras==2.2.4"], QUIET_TF),
     # TensorFlow 1.14 (affected too): both families patched in one process.
     "keras-2.2.5-tf-1.14": ("3.7", ["tensorflow==1.14.0", "protobuf<3.21", "h5py<3", "keras==2.2.5"],
-                            QUIET_TF),
+                            leaving(TF_KERAS_ELSEWHERE)),
     "keras-2.3.1-tf-1.15": ("3.7", TF1 + ["keras==2.3.1"],
-                            leaving(TF_KERAS_1_15_ELSEWHERE, ACTIVATION_ELSEWHERE)),
+                            leaving(TF_KERAS_ELSEWHERE, ACTIVATION_ELSEWHERE)),
     "keras-2.3.1-tf-2.1": ("3.7", ["tensorflow==2.1.4", "keras==2.3.1", "protobuf<3.21",
                                    "h5py<3"], leaving(ACTIVATION_ELSEWHERE)),
     "keras-2.2.4-theano": ("3.7", ["theano==1.0.4", "keras==2.2.4", "numpy<1.19", "scipy<1.6",
