@@ -35,19 +35,32 @@ TF1 = ["tensorflow==1.15.5", "protobuf<3.21", "h5py<3"]
 QUIET_TF = {"TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONWARNINGS": "ignore::DeprecationWarning,ignore::FutureWarning"}
 # What a session leaves to another that proves the same (PYTEST_ADDOPTS):
 # tests/test_tf_keras.py runs once for each TensorFlow (1.15, right and left
-# alone: tests(keras-2.2.4-tf-1.15); 1.14: tests(tf-1.14)); the tests of
-# activation run once for each set of patched targets (and each Python), and
-# do not depend on the backend.
+# alone: tests(keras-2.2.4-tf-1.15); 1.14: tests(tf-1.14)). The tests marked
+# `activation` run once for each set of patched targets (and each Python);
+# those marked `check_command` (how `check` treats files, options and input)
+# once for each release those sets come from: neither depends on the backend.
 TF_KERAS_ELSEWHERE = "--ignore=tests/test_tf_keras.py"
-ACTIVATION_ELSEWHERE = "-m 'not activation'"
+ACTIVATION, CHECK_COMMAND = "activation", "check_command"  # pytest markers
 
 
-def leaving(*options, **env):
+def leaving(*elsewhere, **env):
+    """QUIET_TF and env, with PYTEST_ADDOPTS leaving out `elsewhere`: pytest
+    options and markers."""
+    options = [item for item in elsewhere if item.startswith("--")]
+    markers = [item for item in elsewhere if not item.startswith("--")]
+    if markers:  # pytest reads the last -m alone
+        options.append("-m '{}'".format(" and ".join("not " + marker for marker in markers)))
     return dict(QUIET_TF, PYTEST_ADDOPTS=" ".join(options), **env)
 
 
+# A session whose patched targets another session on its Python has (its
+# twin, named at its row) leaves both to that twin.
+PROVEN_BY_ITS_TWIN = (ACTIVATION, CHECK_COMMAND)
+
+
 # Theano compiles each model, in every new interpreter: fewer random models.
-THEANO = leaving(ACTIVATION_ELSEWHERE, KERAS_BACKEND="theano", RANDOM_MODELS="3")
+# Twins: keras 2.2.4 on TensorFlow, on the same Python.
+THEANO = leaving(*PROVEN_BY_ITS_TWIN, KERAS_BACKEND="theano", RANDOM_MODELS="3")
 
 
 def tf_on_python36(tensorflow, tensorboard, numpy):
@@ -62,20 +75,20 @@ def tf_on_python36(tensorflow, tensorboard, numpy):
 # id: (python, requirements, environment variables)
 ENVIRONMENTS = {
     "keras-2.0.0-tf-1.15": ("3.7", TF1 + ["keras==2.0.0"], leaving(TF_KERAS_ELSEWHERE)),
-    # 2.0.6 patches 2.0.0's targets, 2.1.6 2.0.8's, 2.3.1 2.2.4's.
+    # Twins: 2.0.6 patches 2.0.0's targets, 2.1.6 2.0.8's, 2.3.1 2.2.4's.
     "keras-2.0.6-tf-1.15": ("3.7", TF1 + ["keras==2.0.6"],
-                            leaving(TF_KERAS_ELSEWHERE, ACTIVATION_ELSEWHERE)),
+                            leaving(TF_KERAS_ELSEWHERE, *PROVEN_BY_ITS_TWIN)),
     "keras-2.0.8-tf-1.15": ("3.7", TF1 + ["keras==2.0.8"], leaving(TF_KERAS_ELSEWHERE)),
     "keras-2.1.6-tf-1.15": ("3.7", TF1 + ["keras==2.1.6"],
-                            leaving(TF_KERAS_ELSEWHERE, ACTIVATION_ELSEWHERE)),
+                            leaving(TF_KERAS_ELSEWHERE, *PROVEN_BY_ITS_TWIN)),
     "keras-2.2.4-tf-1.15": ("3.7", TF1 + ["keras==2.2.4"], QUIET_TF),
     # TensorFlow 1.14 (affected too): both families patched in one process.
     "keras-2.2.5-tf-1.14": ("3.7", ["tensorflow==1.14.0", "protobuf<3.21", "h5py<3", "keras==2.2.5"],
                             leaving(TF_KERAS_ELSEWHERE)),
     "keras-2.3.1-tf-1.15": ("3.7", TF1 + ["keras==2.3.1"],
-                            leaving(TF_KERAS_ELSEWHERE, ACTIVATION_ELSEWHERE)),
+                            leaving(TF_KERAS_ELSEWHERE, *PROVEN_BY_ITS_TWIN)),
     "keras-2.3.1-tf-2.1": ("3.7", ["tensorflow==2.1.4", "keras==2.3.1", "protobuf<3.21",
-                                   "h5py<3"], leaving(ACTIVATION_ELSEWHERE)),
+                                   "h5py<3"], leaving(*PROVEN_BY_ITS_TWIN)),
     "keras-2.2.4-theano": ("3.7", ["theano==1.0.4", "keras==2.2.4", "numpy<1.19", "scipy<1.6",
                                    "h5py<3"], THEANO),
     # TensorFlow before 1.13 has no Python 3.7 wheels: on 3.6, see tf_on_python36.
@@ -86,7 +99,7 @@ ENVIRONMENTS = {
     "tf-1.13": ("3.7", ["tensorflow==1.13.2", "protobuf<3.21", "h5py<3"], QUIET_TF),
     # tests(keras-2.2.5-tf-1.14) patches these targets too, beside keras's.
     "tf-1.14": ("3.7", ["tensorflow==1.14.0", "protobuf<3.21", "h5py<3"],
-                leaving(ACTIVATION_ELSEWHERE)),
+                leaving(ACTIVATION)),
     "keras-3-tf-2.21": ("3.11", ["tensorflow-cpu==2.21.*", "keras>=3"], QUIET_TF),
     "tf-keras-tf-2.21": ("3.11", ["tensorflow-cpu==2.21.*", "tf-keras==2.21.*"], QUIET_TF),
 }

@@ -270,6 +270,7 @@ def test_plain_model_has_no_risk(tmp_path):
 
 
 @compiles_for_minutes_on_theano
+@pytest.mark.check_command
 def test_an_application_model_in_words(tmp_path):
     """The report for people, with progress lines on stderr."""
     finished = run_python(["-m", "keras_clone_fix", "check",
@@ -320,6 +321,7 @@ def started_line(progress, heading, text="imported "):
     return next(line for line in progress if line.startswith(start))
 
 
+@pytest.mark.check_command
 def test_jobs_1_runs_the_sides_one_after_the_other(tmp_path):
     finished = run_python(["-m", "keras_clone_fix", "check", "--jobs", "1",
                            str(saved(check_models.plain(keras), tmp_path))] + FAMILY_OPTIONS)
@@ -376,18 +378,21 @@ def assert_bad_input(checked, *words):
         assert word in stderr, stderr
 
 
+@pytest.mark.check_command
 def test_missing_file(tmp_path):
     assert_bad_input(check(tmp_path / "nothing.h5"), "nothing.h5: no such file")
 
 
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0,
                     reason="root reads any file")
+@pytest.mark.check_command
 def test_unreadable_file(tmp_path):
     path = saved(check_models.plain(keras), tmp_path)
     os.chmod(str(path), 0)
     assert_bad_input(check(path), "model.h5: cannot be read")
 
 
+@pytest.mark.check_command
 def test_hdf5_that_is_not_a_model(tmp_path):
     import h5py
     path = tmp_path / "data.h5"
@@ -400,6 +405,7 @@ def test_hdf5_that_is_not_a_model(tmp_path):
     (u'{"layers": []}', "is JSON but not a Keras model"),
     (u"a text", "is neither an HDF5 file nor JSON"),
 ])
+@pytest.mark.check_command
 def test_json_or_text_that_is_not_a_model(tmp_path, content, words):
     path = tmp_path / "model.json"
     path.write_text(content)
@@ -409,6 +415,7 @@ def test_json_or_text_that_is_not_a_model(tmp_path, content, words):
 @pytest.mark.skipif(not MULTI_OUTPUT_BUILDS, reason="needs a multi-output layer")
 @pytest.mark.skipif(TF_KERAS_PACKAGE, reason="tf_keras 2.21 loads this file without "
                     "--custom-objects, and every check matches (measured)")
+@pytest.mark.check_command
 def test_unknown_layer_class_names_it_and_the_option(tmp_path, user_module):
     model = check_models.multi_output_masking(keras, user_module[1].SplitOutputs)
     assert_bad_input(check(saved(model, tmp_path)), "layer class 'SplitOutputs' is not known",
@@ -419,12 +426,14 @@ def test_unknown_layer_class_names_it_and_the_option(tmp_path, user_module):
     ("no_such_module_here", "cannot import module no_such_module_here"),
     ("user_layers:NOT_A_DICT", "NOT_A_DICT is neither a dict nor a function returning one"),
 ])
+@pytest.mark.check_command
 def test_bad_custom_objects(tmp_path, user_module, spec, words):
     path = saved(check_models.plain(keras), tmp_path)
     assert_bad_input(check(path, "--custom-objects", spec, pythonpath=user_module[0]),
                      "--custom-objects " + spec, words)
 
 
+@pytest.mark.check_command
 def test_json_with_weights_that_do_not_fit(tmp_path):
     path = saved_json(check_models.plain(keras), tmp_path)
     other = check_models.shared_masked_encoder(keras)  # builds on every release
@@ -434,6 +443,7 @@ def test_json_with_weights_that_do_not_fit(tmp_path):
 
 
 @pytest.mark.parametrize("options", [[], ["--batch", "0"], ["--keras", "--tf-keras"]])
+@pytest.mark.check_command
 def test_misuse(options):
     finished = run_python(["-m", "keras_clone_fix", "check"] + options
                           + (["model.h5"] if options else []))
@@ -441,6 +451,7 @@ def test_misuse(options):
         finished.stderr and finished.stdout == ""
 
 
+@pytest.mark.check_command
 def test_misuse_with_json_still_prints_json():
     finished = run_python(["-m", "keras_clone_fix", "check", "model.h5", "--json", "--batch", "0"])
     report = json.loads(finished.stdout)

@@ -71,6 +71,7 @@ def cannot_predict_model():
         pytest.skip("{} cannot build the model: {}".format(FAMILY, error))
 
 
+@pytest.mark.check_command
 def test_a_model_that_cannot_predict_on_made_inputs_gets_no_verdict(tmp_path):
     code, report, stderr = check(saved(cannot_predict_model(), tmp_path))
     assert code == 2 and report["ok"] is False, report
@@ -84,6 +85,7 @@ def test_a_model_that_cannot_predict_on_made_inputs_gets_no_verdict(tmp_path):
 
 
 @pytest.mark.parametrize("by_name", [False, True])
+@pytest.mark.check_command
 def test_inputs_that_fit(tmp_path, by_name):
     model = cannot_predict_model()
     name = model.input_names[0] if by_name else "arr_0"
@@ -101,6 +103,7 @@ def test_inputs_that_fit(tmp_path, by_name):
     ({"arr_0": numpy.array(["a", "b"])}, "of shape (2,), but the model's input {} takes "
                                          "numbers"),
 ])
+@pytest.mark.check_command
 def test_inputs_that_do_not_fit(tmp_path, arrays, words):
     model = cannot_predict_model()
     numpy.savez(str(tmp_path / "rows.npz"), **arrays)
@@ -110,6 +113,7 @@ def test_inputs_that_do_not_fit(tmp_path, arrays, words):
     assert checked[1]["family"] == FAMILY  # the side had imported it
 
 
+@pytest.mark.check_command
 def test_inputs_of_the_right_shape_the_model_cannot_take(tmp_path):
     numpy.savez(str(tmp_path / "rows.npz"), numpy.ones((3, 8)))
     code, report, _ = check(saved(cannot_predict_model(), tmp_path),
@@ -127,6 +131,7 @@ def test_inputs_of_the_right_shape_the_model_cannot_take(tmp_path):
     ("dense_keras_3.keras", "3."), ("dense_keras_3.json", "3 (its config's module and "
                                      "registered_name keys"),
 ])
+@pytest.mark.check_command
 def test_file_of_a_later_release_is_named(name, version):
     code, report, stderr = check(os.path.join(DATA, name))
     assert_bad_input((code, report, stderr), "was saved by Keras " + version,
@@ -137,6 +142,7 @@ def test_file_of_a_later_release_is_named(name, version):
 
 
 @pytest.mark.skipif(sys.version_info[0] == 2, reason="Python 2 reads its own marshal")
+@pytest.mark.check_command
 def test_lambda_marshalled_by_python_2_names_the_layer_and_the_python():
     assert_bad_input(check(os.path.join(DATA, "lambda_python_2.h5"), "--no-safe-mode"),
                      "Lambda layer doubled holds code marshalled by Python 2, which Python 3.",
@@ -145,6 +151,7 @@ def test_lambda_marshalled_by_python_2_names_the_layer_and_the_python():
 
 @pytest.mark.skipif(sys.version_info[0] > 2 or FAMILY != "keras",
                     reason="keras 2.2.4 on Python 2 saved it")
+@pytest.mark.check_command
 def test_lambda_marshalled_by_python_2_runs_on_python_2_when_allowed():
     assert_fixed(*check(os.path.join(DATA, "lambda_python_2.h5"), "--no-safe-mode"))
 
@@ -159,6 +166,7 @@ def lambda_writing(keras, path):
     return keras.models.Model(x, keras.layers.Dense(2)(written))
 
 
+@pytest.mark.check_command
 def test_lambda_code_runs_only_with_no_safe_mode(tmp_path):
     ran = tmp_path / "ran"
     path = saved(lambda_writing(keras, ran), tmp_path)
