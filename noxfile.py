@@ -38,7 +38,7 @@ QUIET_TF = {"TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONWARNINGS": "ignore::DeprecationW
 # alone: tests(keras-2.2.4-tf-1.15); 1.14: tests(tf-1.14)). The tests marked
 # `activation` run once for each set of patched targets (and each Python);
 # those marked `check_command` (how `check` treats files, options and input)
-# once for each release those sets come from: neither depends on the backend.
+# once for each such set and family checked: neither depends on the backend.
 TF_KERAS_ELSEWHERE = "--ignore=tests/test_tf_keras.py"
 ACTIVATION, CHECK_COMMAND = "activation", "check_command"  # pytest markers
 
