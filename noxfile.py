@@ -19,10 +19,12 @@ install: those carry no .pth file), so tests see what users install.
 import atexit
 import glob
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import zipfile
 
 import nox
 
@@ -113,37 +115,86 @@ PYTHON2_ENVIRONMENTS = {
 }
 
 
+def build_wheel(directory):
+    """The wheel of this tree, built in `directory` from a copy of the tree:
+    the build leaves nothing in the tree, and two builds can run at once."""
+    source = os.path.join(directory, "source")
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
+        ".git", ".nox", ".ci", "build", "*.egg-info", "__pycache__"))
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet",
+                    "--wheel-dir", directory, source], check=True)
+    (wheel,) = glob.glob(os.path.join(directory, "*.whl"))
+    return wheel
+
+
 _built = []  # nox imports this file once per run
 
 
 def built_wheel():
-    """The wheel of this tree, built once per nox run from a copy of it: the
-    build leaves nothing in the tree, and two nox runs can build at once."""
+    """The wheel every session of this nox run installs: the one .ci/run built
+    for all of its runs (KERAS_CLONE_FIX_WHEEL), or one built now."""
     if not _built:
-        scratch = tempfile.mkdtemp(prefix="keras-clone-fix-build-")
-        atexit.register(shutil.rmtree, scratch, True)
-        source = os.path.join(scratch, "source")
-        shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
-            ".git", ".nox", ".ci", "build", "*.egg-info", "__pycache__"))
-        subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet",
-                        "--wheel-dir", scratch, source], check=True)
-        (wheel,) = glob.glob(os.path.join(scratch, "*.whl"))
+        wheel = os.environ.get("KERAS_CLONE_FIX_WHEEL")
+        if not wheel:
+            scratch = tempfile.mkdtemp(prefix="keras-clone-fix-build-")
+            atexit.register(shutil.rmtree, scratch, True)
+            wheel = build_wheel(scratch)
         _built.append(wheel)
     return _built[0]
 
 
+CONSTRAINTS_36 = os.path.join(ROOT, ".ci", "py36-constraints.txt")
+# In a kept environment (a session with reuse_venv=True): what it was built from.
+BUILT_FROM = "keras-clone-fix-built-from.txt"
+
+
 def install(session, *requirements):
+    """The wheel of this tree and `requirements` (with pytest and what the
+    Python needs). A kept environment built from the same requirements, the
+    same constraints and the wheel's same dependencies gets only the new wheel;
+    one built from others is emptied and built again."""
     if session.python == "3.6":
         # venv's pip 18 on 3.6 picks releases that need a newer Python.
         session.install("pip==21.3.1")
-        requirements += ("hypothesis", "-c", os.path.join(ROOT, ".ci", "py36-constraints.txt"))
+        requirements += ("hypothesis", "-c", CONSTRAINTS_36)
     elif session.python == "2.7":
         # The tests make an interpreter without our .pth; 2.7 has no venv.
         # Hypothesis 4.x is the last for 2.7.
         requirements += ("virtualenv<20.22", "hypothesis<5")
     else:
         requirements += ("hypothesis",)
-    session.install(built_wheel(), "pytest", *requirements)
+    wheel = built_wheel()
+    built_from = "\n".join(("pytest",) + requirements + wheel_dependencies(wheel) + (
+        (read(CONSTRAINTS_36),) if session.python == "3.6" else ())) + "\n"
+    stamp = os.path.join(session.virtualenv.location, BUILT_FROM)
+    if os.path.exists(stamp) and read(stamp) == built_from:
+        # As in a new environment: no files the last run's package wrote (the
+        # stored builds of keras_clone_fix/__pycache__).
+        session.run("python", "-m", "pip", "uninstall", "--yes", "--quiet", "keras-clone-fix")
+        for leftover in glob.glob(os.path.join(session.virtualenv.location, "lib", "python*",
+                                               "site-packages", "keras_clone_fix")):
+            shutil.rmtree(leftover)
+        session.install("--no-deps", wheel)
+        return
+    freeze = session.run("python", "-m", "pip", "freeze", silent=True)  # 2.7's pip warns too
+    installed = re.findall(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:==| @ )", freeze, re.MULTILINE)
+    if installed:  # kept from other requirements, or from an install cut short
+        session.run("python", "-m", "pip", "uninstall", "--yes", "--quiet", *installed)
+    session.install(wheel, "pytest", *requirements)
+    with open(stamp, "w") as written:
+        written.write(built_from)
+
+
+def read(path):
+    with open(path) as text:
+        return text.read()
+
+
+def wheel_dependencies(wheel):
+    with zipfile.ZipFile(wheel) as archive:
+        (metadata,) = [name for name in archive.namelist() if name.endswith(".dist-info/METADATA")]
+        lines = archive.read(metadata).decode("utf-8").splitlines()
+    return tuple(line for line in lines if line.startswith("Requires-Dist:"))
 
 
 def environments(table):
@@ -158,14 +209,16 @@ def run_suite(session, requirements, env):
     session.run("pytest", *session.posargs, env=env)
 
 
-@nox.session(venv_backend="venv")
+# The test sessions keep their environments (see install); .ci/run keeps them
+# between runs in a directory of its own.
+@nox.session(venv_backend="venv", reuse_venv=True)
 @environments(ENVIRONMENTS)
 def tests(session, requirements, env):
     """The whole suite against one real keras environment."""
     run_suite(session, requirements, env)
 
 
-@nox.session(name="tests-2.7", venv_backend="virtualenv")  # 2.7 has no venv module
+@nox.session(name="tests-2.7", venv_backend="virtualenv", reuse_venv=True)  # 2.7: no venv
 @environments(PYTHON2_ENVIRONMENTS)
 def tests_python2(session, requirements, env):
     """The whole suite against one real keras environment on Python 2.7."""
