@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
@@ -47,6 +48,8 @@ def pytest_report_header(config):
 
 
 def pytest_terminal_summary(terminalreporter):
+    terminalreporter.write_line("interpreters the tests started: {}, {:.1f} s".format(
+        STARTED["interpreters"], STARTED["seconds"]))
     activation_model = sys.modules.get("test_activation_model")
     if activation_model and activation_model.RAN["sequences"]:
         ran = dict(activation_model.RAN)
@@ -77,9 +80,15 @@ class Finished(object):
         self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
 
 
+# Every process the tests start goes through run(): how many, how long in all
+# (printed at the end of the session, read by .ci/session).
+STARTED = {"interpreters": 0, "seconds": 0.0}
+
+
 def run(command, env=None, cwd=None, timeout=600):
     """Run a command to its end; killed after `timeout` seconds (Python 2's
     communicate() has no timeout)."""
+    started = time.time()
     process = subprocess.Popen(command, env=env, cwd=cwd, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, universal_newlines=True)
     timer = threading.Timer(timeout, process.kill)
@@ -88,6 +97,8 @@ def run(command, env=None, cwd=None, timeout=600):
         stdout, stderr = process.communicate()
     finally:
         timer.cancel()
+        STARTED["interpreters"] += 1
+        STARTED["seconds"] += time.time() - started
     return Finished(process.returncode, stdout, stderr)
 
 

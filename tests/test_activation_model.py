@@ -32,13 +32,14 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 
 import pytest
 from hypothesis import HealthCheck, settings, strategies
 from hypothesis.stateful import (
     RuleBasedStateMachine, initialize, precondition, rule, run_state_machine_as_test)
 
-from conftest import RELEASE_TARGETS, TESTS
+from conftest import RELEASE_TARGETS, STARTED, TESTS
 from keras_clone_fix import FAMILIES
 from keras_clone_fix._affected import target_name
 
@@ -55,6 +56,7 @@ class Driver(object):
         env = {k: v for k, v in os.environ.items() if not k.startswith("KERAS_CLONE_FIX")}
         env["KERAS_CLONE_FIX"] = "1" if switch else "0"
         self.stderr = tempfile.TemporaryFile(mode="w+")
+        self.started = time.time()
         self.process = subprocess.Popen(
             [sys.executable, "-u", "activation_driver.py"], cwd=TESTS, env=env,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr,
@@ -79,6 +81,8 @@ class Driver(object):
         self.process.stdin.close()
         self.process.wait()
         self.stderr.close()
+        STARTED["interpreters"] += 1
+        STARTED["seconds"] += time.time() - self.started
 
 
 def patch_in(chain):
