@@ -397,6 +397,8 @@ def _apply(families, force):
                     except UnsupportedFunction as error:
                         cannot.append("{} {}".format(target_name(target), error))
         failures.extend(cannot)
+        if should_patch and not targets_for(family, version):  # forced, 'custom': no release
+            should_patch, reason = False, reason + "; no release to take the targets of"
         decision = reason + ("; not patched" if not should_patch else
                              "; cannot patch " + "; ".join(cannot) if cannot else "; patched")
         state.decisions = dict(state.decisions, **{family: decision})

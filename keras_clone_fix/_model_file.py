@@ -30,6 +30,13 @@ KERAS, TF_KERAS = "keras", "tf.keras"
 UNKNOWN = re.compile(r"Unknown (\w+): ?'?([\w.]+)")
 # The keras_version of a file that names none but whose config is Keras 3's.
 KERAS_3_CONFIG = "3"
+# Classes a file names that a release of the family from `first` on knows
+# and an earlier one does not: (package, first, what, names), read from the
+# releases' sources. TensorFlow 1.12 made the Glorot initializers classes;
+# it writes '2.1.6-tf' as 1.10 and 1.11 do, so the version tells nothing.
+LATER_BUILT_INS = (
+    ("tensorflow", (1, 12, 0), "TensorFlow 1.12", ("GlorotUniform", "GlorotNormal")),
+)
 
 
 class BadInput(Exception):
@@ -288,9 +295,27 @@ def _first_line(error):
     return "{}: {}".format(type(error).__name__, lines[0] if lines else "")
 
 
+def _later_built_in(keras, name):
+    """"TensorFlow 1.12" where `name` is a built-in of that release of the
+    family of `keras` and later, and not of the installed one; else None."""
+    package = keras.__name__.split(".")[0]
+    installed = parse_version(getattr(sys.modules.get(package), "__version__", None),
+                              leading=True)
+    for family, first, release, names in LATER_BUILT_INS:
+        if family == package and name in names and installed and installed < first:
+            return release
+    return None
+
+
 def _load_failure(keras, path, error):
     unknown = UNKNOWN.search(str(error))
     release = release_name(keras)
+    later = unknown and _later_built_in(keras, unknown.group(2))
+    if later:
+        kind, name = unknown.groups()
+        return ("{}: {} {!r} is not known to {}: it is a built-in of {} and later, not a "
+                "custom object; check the model with the release that saved it".format(
+                    path, "layer class" if kind == "layer" else kind, name, release, later))
     if unknown:
         kind, name = unknown.groups()
         return ("{}: {} {!r} is not known to {}: give it with --custom-objects MODULE:NAME "

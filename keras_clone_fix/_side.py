@@ -7,8 +7,8 @@ writes a request (JSON) to its scratch directory, reads each side's
 progress lines on stdout ("PROGRESS ...") as they come, and the side's
 result (JSON) and predictions (.npz) from the files the request names;
 the `load` check of the side without the fix is the comparison of the two
-sides' predictions. The self-check runs one side in its own interpreter,
-on the built-in model.
+sides' predictions. The self-check calls run_checks in its own (the
+caller's) interpreter, on the built-in model, with the fix as it is there.
 """
 
 import collections

@@ -190,6 +190,19 @@ def test_unrecognised_version_is_skipped_unless_forced(restore_fix_state, monkey
     assert keras_clone_fix.patch(force=True).patched
 
 
+@patched_here
+def test_forcing_a_version_that_names_no_release_says_not_patched(restore_fix_state, monkeypatch):
+    """'custom' starts with no release, so it has no targets: forced, the
+    reason must not say "patched" (status().patched is False for it)."""
+    import keras
+    keras_clone_fix.unpatch()
+    monkeypatch.setattr(keras, "__version__", "custom")
+    status = keras_clone_fix.patch(force=True)
+    assert not any(name.startswith("keras.") for name in status.targets), status.targets
+    assert ("keras version 'custom' is not a release this package recognises; forced; "
+            "no release to take the targets of; not patched") in status.reason, status.reason
+
+
 # A fork's keras: the installed release, its version changed before the fix
 # sees it; then the way in named by argv[1]. Prints the status as JSON.
 CUSTOM_KERAS_THEN = """

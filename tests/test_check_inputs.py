@@ -14,6 +14,7 @@ import pytest
 from test_check import (FAMILY, KERAS_AFFECTED, VERSION, assert_bad_input, assert_fixed,
                         assert_unpatched_fails, check, compiles_for_minutes_on_theano, keras,
                         UNAFFECTED_RELEASE, needs_return_state, results, saved)
+from test_check import TENSORFLOW
 
 import check_models  # numpy: only where keras is, after test_check's skip
 import numpy
@@ -139,6 +140,19 @@ def test_file_of_a_later_release_is_named(name, version):
                          "keras " + keras.__version__ if FAMILY == "keras" else
                          "tf.keras " + keras.__version__))
     assert "--custom-objects" not in stderr and report["family"] == FAMILY
+
+
+@pytest.mark.skipif(FAMILY != "tf.keras" or not (1, 10) <= TENSORFLOW < (1, 12),
+                    reason="needs tf.keras of TensorFlow 1.10 - 1.11 (measured on 1.10)")
+@pytest.mark.check_command
+def test_a_built_in_of_a_later_release_is_named_as_such():
+    """TensorFlow 1.12 saved the file (keras_version '2.1.6-tf', as 1.10 and
+    1.11 write) with its Dense layers' initializer GlorotUniform, a class
+    since 1.12: no custom object of the user's, and --custom-objects no help."""
+    checked = check(os.path.join(DATA, "dense_tf_keras_1.12.h5"))
+    assert_bad_input(checked, "initializer 'GlorotUniform' is not known to tf.keras {}: it is a "
+                     "built-in of TensorFlow 1.12 and later".format(keras.__version__))
+    assert "--custom-objects" not in checked[2]
 
 
 @pytest.mark.skipif(sys.version_info[0] == 2, reason="Python 2 reads its own marshal")

@@ -303,3 +303,30 @@ def test_wheel_file_names_carry_the_version():
                         re.MULTILINE).group(1)
     named = [word for _, _, words in all_commands() for word in words if WHEEL.match(word)]
     assert named and all(WHEEL.match(word).group(1) == version for word in named), named
+
+
+README_RELEASE_ROW = re.compile(r"^\| (keras|tf\.keras) \| ([^|]+) \|[^\n]*\| ([^|]+) \|$",
+                                re.MULTILINE)
+
+
+def test_readme_release_table_agrees_with_the_version_guard():
+    """Each row of the README's "Which releases": every version it names is
+    in a range of _affected.RELEASES affected exactly when the row says
+    "patched", and every affected range begins a row."""
+    from keras_clone_fix._affected import RELEASES, is_affected
+    rows = README_RELEASE_ROW.findall(read(os.path.join(ROOT, "README.md")))
+    assert rows, "no rows read from the README's table of releases"
+    wrong, firsts = [], set()
+    for family, releases, patched in rows:
+        package = "keras" if family == "keras" else "tensorflow"
+        # 2.0.7, 1.14 (1.14.0), 1.x (1.0.0)
+        versions = [tuple(int(part or 0) for part in found) for found in
+                    re.findall(r"(?<![\w.])(\d+)(?:\.(\d+))?(?:\.(\d+))?", releases)]
+        firsts.add((package, versions[0]))
+        for version in (".".join(map(str, parts)) for parts in versions):
+            if is_affected(package, version)[0] != ("**patched**" in patched):
+                wrong.append("{} {}: {} says {!r}".format(family, releases, version, patched))
+    wrong += ["{} {}: affected, and no row begins there".format(package, first)
+              for package, ranges in RELEASES.items() for first, _, affected, _ in ranges
+              if affected and (package, first) not in firsts]
+    assert not wrong, "\n".join(wrong)

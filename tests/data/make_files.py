@@ -10,6 +10,9 @@ SESSION -- --co -q` has made it); it writes what that environment can save:
         format, and to_json (which names no keras_version)
     .nox/tests-2-7-keras-2-2-4-tf-1-15-0/bin/python tests/data/make_files.py
         lambda_python_2.h5: keras 2.2.4 on Python 2.7, a Lambda layer (its code marshalled)
+    .nox/tests-tf-1-12/bin/python tests/data/make_files.py
+        dense_tf_keras_1.12.h5: tf.keras of TensorFlow 1.12, whose Dense layers' initializer
+        GlorotUniform is a class TensorFlow 1.11 and earlier do not have
 
 Each model is tiny (Dense layers on 4 numbers), weights as initialised.
 tests/test_check_inputs.py checks them with the affected release of its session.
@@ -37,7 +40,12 @@ def main():
     try:
         import tf_keras
     except ImportError:
-        import keras
+        try:
+            import keras
+        except ImportError:  # TensorFlow 1.12 alone
+            import tensorflow
+            dense(tensorflow.keras).save(os.path.join(HERE, "dense_tf_keras_1.12.h5"))
+            return
         dense(keras).save(os.path.join(HERE, "dense_keras_3.h5"))
         dense(keras).save(os.path.join(HERE, "dense_keras_3.keras"))
         with open(os.path.join(HERE, "dense_keras_3.json"), "w") as written:
