@@ -82,8 +82,7 @@ def run_checks(family, make_model, batch=4, timesteps=8, seed=0, progress=lambda
     started = started or time.time()
     keras = family_module(family)
     side = facts(family, keras)
-    progress("imported {} {} in {:.1f} s".format(family, keras.__version__,
-                                                  time.time() - started))
+    progress("imported {} in {:.1f} s".format(_check.release_name(keras), time.time() - started))
     _check.simulate_two_gpus(keras)
     started = time.time()
     model = make_model(keras)
