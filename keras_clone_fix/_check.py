@@ -46,9 +46,8 @@ def release_name(keras):
     package tf.keras is on TensorFlow 2.16+)."""
     package = keras.__name__.split(".")[0]
     version = keras_version(keras)
-    if version is None:
-        return "{} of {} {}".format("tf.keras" if package == "tensorflow" else package, package,
-                                    getattr(sys.modules.get(package), "__version__", "?"))
+    if version is None and package == "tensorflow":
+        return "tf.keras of tensorflow " + sys.modules["tensorflow"].__version__
     return "{} {}".format("tf.keras" if package == "tensorflow" else package, version)
 
 
