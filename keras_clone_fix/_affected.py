@@ -212,10 +212,22 @@ def parse_version(version, leading=False):
     return tuple(int(part) for part in parts)
 
 
+def keras_version(keras):
+    """A keras module's version string: its `__version__`; tf.keras of
+    TensorFlow 1.4 - 1.8 has none, the Keras inside that TensorFlow has it
+    ('2.1.5-tf' on 1.8). None where neither says."""
+    version = getattr(keras, "__version__", None)
+    if version is None and keras.__name__.split(".")[0] == "tensorflow":
+        import sys
+        inside = sys.modules.get("tensorflow.python.keras._impl.keras")
+        version = getattr(inside, "__version__", None)
+    return version
+
+
 def api_version(keras):
     """The Keras API version of a keras module: keras's own, or tf.keras's
     ('2.1.6-tf' -> (2, 1, 6)); (0, 0, 0) for anything else."""
-    return parse_version(keras.__version__.split("-")[0]) or (0, 0, 0)
+    return parse_version((keras_version(keras) or "").split("-")[0]) or (0, 0, 0)
 
 
 def is_affected(family, version):

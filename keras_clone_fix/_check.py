@@ -25,7 +25,7 @@ import traceback
 
 from keras_clone_fix._affected import (
     MASKED_CALL, MULTI_OUTPUT_MASK, NESTED_MASKED, NESTED_OUTPUT_MASKS, SHARED_MODEL, STATE_INPUTS,
-    TENSOR_ARGUMENTS, api_version, endangered_checks, targets_for)
+    TENSOR_ARGUMENTS, api_version, endangered_checks, keras_version, targets_for)
 
 OK, WRONG, ERROR, UNAVAILABLE = "ok", "wrong", "error", "unavailable"
 FAILED = (WRONG, ERROR)
@@ -41,10 +41,14 @@ def result(outcome, detail=""):
 
 
 def release_name(keras):
-    """"keras 2.2.4", "tf.keras 2.2.4-tf" (tf.keras's own version), or
-    "tf_keras 2.21.0" (the package tf.keras is on TensorFlow 2.16+)."""
+    """"keras 2.2.4", "tf.keras 2.2.4-tf" (tf.keras's own version; where
+    none says it, "tf.keras of tensorflow 1.8.0"), or "tf_keras 2.21.0" (the
+    package tf.keras is on TensorFlow 2.16+)."""
     package = keras.__name__.split(".")[0]
-    return "{} {}".format("tf.keras" if package == "tensorflow" else package, keras.__version__)
+    version = keras_version(keras)
+    if version is None and package == "tensorflow":
+        return "tf.keras of tensorflow " + sys.modules["tensorflow"].__version__
+    return "{} {}".format("tf.keras" if package == "tensorflow" else package, version)
 
 
 def error_result(error):
@@ -156,7 +160,7 @@ def release_of(keras):
     if package == "tensorflow":
         import tensorflow
         return package, tensorflow.__version__
-    return package, keras.__version__
+    return package, keras_version(keras)
 
 
 def model_risks(keras, model):

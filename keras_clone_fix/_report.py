@@ -3,6 +3,7 @@ dict (the JSON) made from the sides' results, and its text for people."""
 
 import collections
 import json
+import re
 
 from keras_clone_fix._check import CHECKS, FAILED, OK, UNAVAILABLE
 
@@ -15,6 +16,17 @@ FAMILY_FACTS = ("family", "keras", "tf_keras", "backend", "tensorflow", "theano"
 COSTS = ("seconds", "peak_memory_mb")
 CELL = 46
 MADE_INPUTS = "made from the model's inputs"
+# A failure alike on both sides whose error says the check could not run as
+# it was given (not what the release can do): (the error's words, what that
+# is, what helps).
+NOT_RUN = (
+    (r"\bUnknown [\w ]+:|\bis not known to ", "a name unknown to the rebuild",
+     "give it with --custom-objects"),
+    (r"You must feed a value for placeholder|Error when checking (model )?input",
+     "an input the check did not feed", "give the model's inputs with --inputs FILE.npz"),
+    (r"^(MemoryError|ResourceExhaustedError)\b|\bOOM when allocating", "out of memory",
+     "try --jobs 1 (one side at a time), or a smaller --batch or --timesteps"),
+)
 REPORT_A_BUG = ("that is a bug of keras-clone-fix: please report it on its issue tracker, "
                 "with the output of --json attached")
 
@@ -47,19 +59,62 @@ def same_failure(sides):
             and sides[UNPATCHED] == sides[PATCHED])
 
 
+def why_not_run(sides):
+    """(what, what helps) where a check failed with the fix, and alike
+    without it where that side ran, for a cause in how it ran (NOT_RUN):
+    then it says nothing of the release; else None."""
+    outcome = sides.get(PATCHED)
+    if outcome is None or outcome["result"] not in FAILED or sides.get(UNPATCHED, outcome) \
+            != outcome:
+        return None
+    for words, what, helps in NOT_RUN:
+        if re.search(words, outcome["detail"]):
+            return what, helps
+    return None
+
+
 def failing(section, side):
-    """The checks that fail on a side, less those that fail alike on both."""
+    """The checks that fail on a side, less those that fail alike on both
+    and those that could not run."""
     return [name for name, sides in section["checks"].items()
-            if side in sides and sides[side]["result"] in FAILED and not same_failure(sides)]
+            if side in sides and sides[side]["result"] in FAILED and not same_failure(sides)
+            and not why_not_run(sides)]
+
+
+def not_run(section):
+    """{check: {"cause", "error", "helps"}} of the checks that could not run."""
+    found = collections.OrderedDict()
+    for name, sides in section["checks"].items():
+        why = why_not_run(sides)
+        if why:
+            found[name] = collections.OrderedDict([
+                ("cause", why[0]), ("error", sides[PATCHED]["detail"]), ("helps", why[1])])
+    return found
 
 
 def _alike(section):
-    alike = [name for name, sides in section["checks"].items() if same_failure(sides)]
-    if not alike:
-        return ""
-    return " {} {} alike without and with the fix: {} cannot do {} on this model.".format(
-        _names(alike), _fail(alike), stack(section),
-        "it" if len(alike) == 1 else "them")
+    """The sentences on what failed alike: the release's own limits, and
+    what could not run (by cause)."""
+    alike = _limits(section)
+    said = ""
+    if alike:
+        said = " {} {} alike without and with the fix: {} cannot do {} on this model.".format(
+            _names(alike), _fail(alike), stack(section), "it" if len(alike) == 1 else "them")
+    causes = collections.OrderedDict()
+    for name, why in section["not_run"].items():
+        causes.setdefault(why["cause"], (why, []))[1].append(name)
+    for cause, (why, names) in causes.items():
+        said += " {} could not run{}: {} ({}); {}.".format(
+            _names(names), ", without or with the fix" if any(
+                UNPATCHED in section["checks"][name] for name in names) else "",
+            cause, why["error"], why["helps"])
+    return said
+
+
+def _limits(section):
+    """The checks that fail alike on both sides for what the release cannot do."""
+    return [name for name, sides in section["checks"].items()
+            if same_failure(sides) and not why_not_run(sides)]
 
 
 def _fail(names):
@@ -76,6 +131,8 @@ def summary(section):
     broken, still_broken = failing(section, UNPATCHED), failing(section, PATCHED)
     every = "every other check" if any(
         same_failure(sides) for sides in section["checks"].values()) else "every check"
+    if section["not_run"] and not still_broken:
+        return _no_verdict(section, name, broken)
     if not any(PATCHED in sides for sides in section["checks"].values()):
         return "{} breaks {} of this model; keras-clone-fix is not active here.".format(
             name, _names(broken) if broken else "none of these checks")
@@ -96,6 +153,19 @@ def summary(section):
                "predictions.".format(name, _names(broken), every)
     return "{} breaks none of these checks on this model; with keras-clone-fix {} matches " \
            "the model's predictions too.".format(name, every)
+
+
+def _no_verdict(section, name, broken):
+    """The closing sentence where checks could not run (_alike says why)."""
+    alike = _limits(section)
+    said = "No verdict on {}; ".format(_names(list(section["not_run"])))
+    every = "every check that ran" + (" but " + _names(alike) if alike else "")
+    if broken:
+        return said + "{} breaks {} of this model, and with keras-clone-fix {} matches the " \
+                      "model's predictions.".format(name, _names(broken), every)
+    return said + "{} matches the model's predictions{}.".format(every, 
+        " without and with the fix" if any(UNPATCHED in sides for sides in section[
+            "checks"].values()) else "")
 
 
 def shape_text(shape):
@@ -123,9 +193,10 @@ def section(model, weights, sides, inputs=MADE_INPUTS):
         (name, collections.OrderedDict((side, sides[side]["checks"][name])
                                        for side in (UNPATCHED, PATCHED) if side in sides))
         for name in CHECKS)
+    made["not_run"] = not_run(made)
     made["summary"] = summary(made) + _alike(made)
     made["ok"] = any(PATCHED in checks for checks in made["checks"].values()) and not failing(
-        made, PATCHED)
+        made, PATCHED) and not made["not_run"]
     return made
 
 

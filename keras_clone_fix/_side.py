@@ -74,30 +74,34 @@ def facts(family, keras):
 
 
 def run_checks(family, make_model, batch=4, timesteps=8, seed=0, progress=lambda text: None,
-               started=None, inputs_file=None):
+               started=None, inputs_file=None, objects=None):
     """(side: dict, the model's predictions): the engine on make_model(keras);
     `started`: when importing the family began; `inputs_file`: the user's
-    arrays (.npz), else inputs are made from the model's."""
+    arrays (.npz), else inputs are made from the model's; `objects`: the
+    custom objects the model is loaded with, in scope (Keras's
+    CustomObjectScope) while it is loaded and every rebuild is made, as a
+    user rebuilds it."""
     import keras_clone_fix
     started = started or time.time()
     keras = family_module(family)
     side = facts(family, keras)
-    progress("imported {} {} in {:.1f} s".format(family, keras.__version__,
-                                                  time.time() - started))
+    progress("imported {} in {:.1f} s".format(_check.release_name(keras), time.time() - started))
     _check.simulate_two_gpus(keras)
-    started = time.time()
-    model = make_model(keras)
-    progress("loaded the model in {:.1f} s".format(time.time() - started))
-    times = [time.time()]
+    with keras.utils.CustomObjectScope(objects or {}):
+        started = time.time()
+        model = make_model(keras)
+        progress("loaded the model in {:.1f} s".format(time.time() - started))
+        times = [time.time()]
 
-    def checked(name, outcome):
-        progress("{}: {}{} ({:.1f} s)".format(name, outcome["result"], ": " + outcome["detail"]
-                                             if outcome["detail"] else "", time.time() - times[0]))
-        times[0] = time.time()
+        def checked(name, outcome):
+            progress("{}: {}{} ({:.1f} s)".format(
+                name, outcome["result"], ": " + outcome["detail"] if outcome["detail"] else "",
+                time.time() - times[0]))
+            times[0] = time.time()
 
-    given = _given_inputs.load(keras, model, inputs_file) if inputs_file else None
-    risks, checks, predictions, shapes = _check.check_model(
-        keras, model, batch, timesteps, seed, checked, given)
+        given = _given_inputs.load(keras, model, inputs_file) if inputs_file else None
+        risks, checks, predictions, shapes = _check.check_model(
+            keras, model, batch, timesteps, seed, checked, given)
     side["patched"] = keras_clone_fix.status().patched
     # (Python 2's comprehensions leak their names: none of them may be `checks`.)
     side["risks"] = [collections.OrderedDict([("layer", layer), ("risk", risk),
@@ -125,7 +129,7 @@ def _native(path):
     return path.encode(sys.getfilesystemencoding() or "utf-8")
 
 
-def _model_maker(request):
+def _model_maker(request, objects):
     """make_model(keras) for run_checks. A JSON file without --weights has
     none: the side with the fix saves its initial ones, and the other,
     running at the same time, waits for them (the `check` command stops it
@@ -133,7 +137,6 @@ def _model_maker(request):
     from keras_clone_fix import _model_file
 
     def make_model(keras):
-        objects = _model_file.custom_objects([_native(spec) for spec in request["custom_objects"]])
         initial = _native(request["initial_weights"])
         weights = _native(request["weights"])
         _model_file.refuse_later_release(keras, request["model_file"], request["keras_version"])
@@ -178,9 +181,13 @@ def main(request_path):
     try:
         if request["fix"]:  # imports the family, patched
             keras_clone_fix.patch()
+        from keras_clone_fix import _model_file
+        # The user's modules import Keras: after patch(), as a user's program.
+        objects = _model_file.custom_objects([_native(spec) for spec in request["custom_objects"]])
         side, predictions = run_checks(
-            request["family"], _model_maker(request), request["batch"], request["timesteps"],
-            request["seed"], progress, started, _native(request["inputs"]))
+            request["family"], _model_maker(request, objects), request["batch"],
+            request["timesteps"], request["seed"], progress, started, _native(request["inputs"]),
+            objects)
         if predictions is not None:
             numpy.savez(request["predictions"], *predictions)
     except BadInput as error:

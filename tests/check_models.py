@@ -7,9 +7,33 @@ STEPS, VOCABULARY = 6, 20
 
 # A user's module of custom objects (written into the test's directory):
 # a layer with two outputs and one mask, the case the affected releases
-# cannot rebuild; get_custom_objects as keras-bert has it.
+# cannot rebuild; a layer with a config of its own and an activation, known
+# by name only to those given them (as keras-bert's); get_custom_objects as
+# keras-bert has it.
 CUSTOM_OBJECTS_MODULE = u'''
 {import_keras}
+
+
+def gelu(x):
+    """keras-bert's activation (its tanh approximation)."""
+    return 0.5 * x * (1.0 + keras.backend.tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
+
+
+class Scale(keras.layers.Layer):
+    """Multiplies by its own `factor`; passes the mask on."""
+
+    def __init__(self, factor=2.0, **kwargs):
+        super(Scale, self).__init__(**kwargs)
+        self.supports_masking = True
+        self.factor = factor
+
+    def call(self, inputs):
+        return inputs * self.factor
+
+    def get_config(self):
+        config = super(Scale, self).get_config()
+        config["factor"] = self.factor
+        return config
 
 
 class SplitOutputs(keras.layers.Layer):
@@ -27,7 +51,7 @@ class SplitOutputs(keras.layers.Layer):
 
 
 def get_custom_objects():
-    return {{"SplitOutputs": SplitOutputs}}
+    return {{"SplitOutputs": SplitOutputs, "Scale": Scale, "gelu": gelu}}
 
 
 NOT_A_DICT = 3
@@ -94,12 +118,14 @@ def shared_masked_encoder(keras):
     return keras.models.Model([first, second], [encoder(first), encoder(second)])
 
 
-def masked_gru_state(keras):
-    """Masking -> GRU(return_state=True), the last state the output: a layer
-    with two outputs fed a mask."""
+def masked_gru_state(keras, module):
+    """Masking -> the user's layer -> GRU(return_state=True), the last state
+    into a Dense with the user's activation: a layer with two outputs fed a
+    mask, in a model whose clones need the user's objects by name."""
     x = keras.layers.Input(shape=(STEPS, 3))
-    _, state = keras.layers.GRU(4, return_state=True, name="gru")(keras.layers.Masking()(x))
-    return keras.models.Model(x, state)
+    scaled = module.Scale(0.5)(keras.layers.Masking()(x))
+    _, state = keras.layers.GRU(4, return_state=True, name="gru")(scaled)
+    return keras.models.Model(x, keras.layers.Dense(2, activation=module.gelu)(state))
 
 
 def plain(keras):

@@ -37,7 +37,10 @@ else:
 
 import check_models  # noqa: E402 (numpy: only where keras is, after the skip)
 from keras_clone_fix._affected import api_version  # noqa: E402
-from keras_clone_fix._check import find_multi_gpu_model  # noqa: E402
+from keras_clone_fix._check import (  # noqa: E402
+    Checks, error_result, find_clone_model, find_multi_gpu_model, make_inputs)
+from keras_clone_fix._report import section  # noqa: E402
+from keras_clone_fix._side import facts  # noqa: E402
 
 VERSION = api_version(keras)
 TF_KERAS_AFFECTED = FAMILY == "tf.keras" and TENSORFLOW < (1, 15)
@@ -242,15 +245,39 @@ def test_shared_masked_encoder_saved_as_json_without_weights(tmp_path):
             2, 0, 3) else {"load": "wrong", "nested": "error", "called_twice": "error"})
 
 
-@compiles_for_minutes_on_theano
-@needs_return_state
-def test_masked_gru_whose_state_is_the_output(tmp_path):
-    """Masking -> GRU(return_state=True), the state the output: keras 2.2.4
-    records the GRU's mask in the clone's call arguments, so cloning the
-    clone needs the first clone's placeholder (measured)."""
-    model = check_models.randomized(check_models.masked_gru_state(keras))
-    code, report, stderr = check(saved(model, tmp_path))
+@pytest.fixture(scope="module")
+def custom_model_file(tmp_path_factory, user_module):
+    """masked_gru_state of the user's layer and activation, saved."""
+    path = tmp_path_factory.mktemp("custom") / "model.h5"
+    check_models.randomized(check_models.masked_gru_state(keras, user_module[1])).save(str(path))
+    return path
+
+
+@pytest.fixture(scope="module")
+def custom_model_checked(custom_model_file, user_module):
+    """`check` of it, once, with --custom-objects."""
+    return check(custom_model_file, "--custom-objects", "user_layers:get_custom_objects",
+                 pythonpath=user_module[0])
+
+
+def custom_objects_model(test):
+    """The marks of the tests of that model."""
+    for mark in (compiles_for_minutes_on_theano, needs_return_state, pytest.mark.skipif(
+            TF_KERAS_PACKAGE, reason="the user's module imports tensorflow.keras, Keras 3 "
+            "there, not the tf_keras that checks")):
+        test = mark(test)
+    return test
+
+
+@custom_objects_model
+def test_masked_gru_whose_state_is_the_output(custom_model_checked):
+    """Masking -> the user's layer -> GRU(return_state=True), the state into
+    the user's activation: keras 2.2.4 records the GRU's mask in the clone's
+    call arguments, so cloning the clone needs the first clone's placeholder
+    (measured). Every rebuild finds the user's objects: they are in scope."""
+    code, report, stderr = custom_model_checked
     assert_fixed(code, report, stderr)
+    assert report["not_run"] == {}, report["summary"]
     if not UNAFFECTED_RELEASE:
         assert [risk["layer"] for risk in report["risks"]][:1] == ["gru"], report["risks"]
     if KERAS_AFFECTED and VERSION == (2, 2, 4):
@@ -260,6 +287,38 @@ def test_masked_gru_whose_state_is_the_output(tmp_path):
         assert_unpatched_fails(report, expected)
         assert "You must feed a value for placeholder tensor" in \
             report["checks"]["clone_of_clone"]["unpatched"]["detail"]
+
+
+@custom_objects_model
+@pytest.mark.skipif(find_clone_model(keras) is None, reason="keras has clone_model from 2.0.7")
+def test_clones_made_without_the_custom_objects_could_not_run(custom_model_file, user_module):
+    """What clone_model of the model gives outside the scope of the objects
+    it was loaded with (as `check` once cloned it): an unknown name, alike on
+    both sides. The report says that these checks could not run and which
+    option helps, not that the release cannot do them."""
+    model = keras.models.load_model(str(custom_model_file),
+                                    custom_objects=user_module[1].get_custom_objects())
+    inputs = make_inputs(keras, model, 4, 8, 0)
+    checks = Checks(keras, model, inputs, inputs)
+    results = collections.OrderedDict((name, {"result": "ok", "detail": ""}) for name in CHECKS)
+    for name in ("clone", "clone_of_clone"):
+        try:
+            results[name] = getattr(checks, "check_" + name)()
+        except Exception as error:
+            results[name] = error_result(error)
+    side = dict(facts(FAMILY, keras), risks=[], checks=results)
+    made = section(str(custom_model_file), "weights from the model file",
+                   {"unpatched": side, "patched": side})
+    assert list(made["not_run"]) == ["clone", "clone_of_clone"], results
+    assert made["not_run"]["clone"]["cause"] == "a name unknown to the rebuild"
+    assert made["not_run"]["clone"]["error"].startswith("ValueError: Unknown activation function")
+    assert made["ok"] is False and made["summary"].startswith(
+        "No verdict on clone and clone_of_clone; every check that ran matches the model's "
+        "predictions without and with the fix."), made["summary"]
+    assert made["summary"].endswith("could not run, without or with the fix: a name unknown to "
+                                    "the rebuild ({}); give it with --custom-objects.".format(
+                                        made["not_run"]["clone"]["error"]))
+    assert "cannot do" not in made["summary"] and "breaks none" not in made["summary"]
 
 
 def test_plain_model_has_no_risk(tmp_path):
