@@ -9,8 +9,8 @@ and the original's running code (compared whole: bytecode, constants,
 names, first line). An entry holds all of those beside the compiled
 result, and is used only when every one of them is equal to what is
 installed and running now: an edited Keras file, a stale .pyc, another
-Python, another version of this package or a function put in the target's
-place by another tool all miss, and the full build (every rule, the
+Python, another text of _rules.py or a function put in the target's place
+by another tool all miss, and the full build (every rule, the
 source-to-bytecode check) runs again. The running code, compared whole, is
 what makes a stale build impossible; the file's size and time stand for its
 text, as for Python's own .pyc: the text is neither read back nor hashed.
