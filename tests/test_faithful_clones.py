@@ -59,7 +59,7 @@ if not FAMILIES:
 
 import numpy  # noqa: E402 (only where keras is, after the skip)
 
-from keras_clone_fix._check import find_clone_model  # noqa: E402
+from keras_clone_fix import _check  # noqa: E402
 
 STEPS, VOCABULARY, BATCH = 5, 12, 4
 MODES = [(family, mode) for family in FAMILIES
@@ -96,9 +96,27 @@ def padded(seed):
 
 
 def cloned(keras, model):
-    clone = find_clone_model(keras)(model)
+    clone = _check.find_clone_model(keras)(model)
     clone.set_weights(model.get_weights())
     return clone
+
+
+def lambda_with_a_mask(keras):
+    """Embedding(mask_zero) -> Lambda(fn, mask=pass it on) -> LSTM."""
+    L = keras.layers
+    tokens = L.Input(shape=(STEPS,), dtype="int32")
+    doubled = L.Lambda(lambda x: x * 2.0, mask=lambda x, mask: mask, name="doubled")(
+        L.Embedding(VOCABULARY, 3, mask_zero=True)(tokens))
+    return keras.models.Model(tokens, L.LSTM(2)(doubled))
+
+
+def frozen_nested_model(keras):
+    L = keras.layers
+    i = L.Input(shape=(3,))
+    base = keras.models.Model(i, L.Dense(4)(i), name="base")
+    base.trainable = False
+    j = L.Input(shape=(3,))
+    return keras.models.Model(j, L.Dense(1)(base(j)))
 
 
 def test_lambda_mask_is_kept_in_the_clone(request, family):
@@ -106,11 +124,7 @@ def test_lambda_mask_is_kept_in_the_clone(request, family):
     clone's LSTM must skip the padding as the model's does."""
     expect(request, family, "the clone's Lambda has no mask")
     keras = family[0]
-    L = keras.layers
-    tokens = L.Input(shape=(STEPS,), dtype="int32")
-    doubled = L.Lambda(lambda x: x * 2.0, mask=lambda x, mask: mask)(
-        L.Embedding(VOCABULARY, 3, mask_zero=True)(tokens))
-    model = keras.models.Model(tokens, L.LSTM(2)(doubled))
+    model = lambda_with_a_mask(keras)
     data = padded(0)
     numpy.testing.assert_allclose(cloned(keras, model).predict(data), model.predict(data),
                                   rtol=1e-6, atol=1e-7)
@@ -121,12 +135,7 @@ def test_frozen_nested_model_stays_frozen_in_the_clone(request, family):
     the model's 2 trainable weights, and training it leaves the base as it was."""
     expect(request, family, "the clone's nested model is trainable")
     keras = family[0]
-    L = keras.layers
-    i = L.Input(shape=(3,))
-    base = keras.models.Model(i, L.Dense(4)(i), name="base")
-    base.trainable = False
-    j = L.Input(shape=(3,))
-    model = keras.models.Model(j, L.Dense(1)(base(j)))
+    model = frozen_nested_model(keras)
     clone = cloned(keras, model)
     assert len(model.trainable_weights) == 2
     assert len(clone.trainable_weights) == len(model.trainable_weights)
@@ -137,3 +146,24 @@ def test_frozen_nested_model_stays_frozen_in_the_clone(request, family):
     clone.fit(random.normal(size=(8, 3)), random.normal(size=(8, 1)), epochs=2, verbose=0)
     for after, was in zip(clone_base.get_weights(), before):
         numpy.testing.assert_array_equal(after, was)
+
+
+@pytest.mark.parametrize("build, path, what, wrong", [
+    (lambda_with_a_mask, "doubled", "a Lambda with a mask (its config has none)",
+     "largest absolute difference"),
+    (frozen_nested_model, "base", "a frozen nested model (trainable = False)",
+     "4 trainable weights instead of 2"),
+])
+def test_check_names_the_risk_and_its_clone_check_sees_it(family, build, path, what, wrong):
+    """`check`'s engine, in this interpreter: the layer is named at risk where
+    the release has the bug, and the clone check fails unpatched only there."""
+    keras, broken, mode = family
+    model = build(keras)
+    named = [(at, found) for at, found, checks in _check.risks(keras, model) if "clone" in checks]
+    assert ((path, what) in named) is broken
+    inputs = _check.make_inputs(keras, model, BATCH, STEPS, seed=0)
+    got = _check.Checks(keras, model, inputs, inputs).check_clone()
+    if broken and mode == "unpatched":
+        assert got["result"] == _check.WRONG and got["detail"].startswith(wrong), got
+    else:
+        assert got == _check.result(_check.OK), got
