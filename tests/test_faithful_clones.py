@@ -153,7 +153,7 @@ def test_frozen_nested_model_stays_frozen_in_the_clone(request, family):
      "largest absolute difference"),
     (frozen_nested_model, "base", "a frozen nested model (trainable = False)",
      "4 trainable weights instead of 2"),
-])
+], ids=["lambda mask", "frozen nested model"])
 def test_check_names_the_risk_and_its_clone_check_sees_it(family, build, path, what, wrong):
     """`check`'s engine, in this interpreter: the layer is named at risk where
     the release has the bug, and the clone check fails unpatched only there."""
