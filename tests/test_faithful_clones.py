@@ -83,7 +83,8 @@ def family(request):
 
 def expect(request, family, why):
     keras, broken, mode = family
-    expect_upstream_failure(request, mode, broken, "{} on {}".format(why, keras.__name__))
+    expect_upstream_failure(request, mode, broken,
+                            "{} on {}".format(why, _check.release_name(keras)))
 
 
 def padded(seed):
