@@ -60,6 +60,8 @@ STATE_INPUTS = "state inputs"  # an RNN's initial_state / constants: inputs and 
 SHARED_MODEL = "shared model"  # a model called more than once
 NESTED_MASKED = "nested masked"  # a model fed masked tensors
 NESTED_OUTPUT_MASKS = "nested output masks"  # a model in a model, its outputs masked
+LAMBDA_MASK = "lambda mask"  # Lambda(fn, mask=...): its config has no mask
+FROZEN_NESTED = "frozen nested model"  # a model in a model, trainable = False
 RULE_RISKS = {
     "CopyNodeArguments": (MASKED_CALL, SHARED_MODEL, NESTED_MASKED),
     "PropagatedMaskNotPassedBack": (MASKED_CALL, TENSOR_ARGUMENTS),
@@ -70,6 +72,8 @@ RULE_RISKS = {
     "ArgumentsInInputsPassedOnce": (STATE_INPUTS,),
     "InputLayerPassesMask": (NESTED_MASKED,),
     "MaskAlreadyComputedKept": (NESTED_OUTPUT_MASKS,),
+    "LambdaMaskKept": (LAMBDA_MASK,),
+    "TrainableKept": (FROZEN_NESTED,),
 }
 # The checks (_check.CHECKS) that a routine's mistakes endanger: the clone
 # routine clones (multi_gpu_model clones too); the routine that calls a model
@@ -113,8 +117,11 @@ class Target(object):
 # What is patched: each target (a function, or Class.method, of a module of
 # the family) on the family's releases [first, past), with the rules of
 # _fix applied in this order. Every affected release aliases node.arguments.
+# Up to tf.keras 1.13 a layer's config has no Lambda mask and a model's none
+# of its trainable: what every clone routine up to there loses.
+KEPT_IN_THE_CLONE = ("LambdaMaskKept", "TrainableKept")
 CLONE_RULES = ("CopyNodeArguments", "LayerCallPropagatesMasks", "RecordedOutputMasks",
-               "MapTensorsInCallArguments", "ArgumentsInInputsPassedOnce")
+               "MapTensorsInCallArguments", "ArgumentsInInputsPassedOnce") + KEPT_IN_THE_CLONE
 # tf.keras before 1.9 kept one mask when compute_mask returned None for several outputs.
 NETWORK_RULES_BEFORE_1_9 = ("CopyNodeArguments", "OneMaskPerOutput", "MapTensorsInCallArguments",
                             "InputLayerPassesMask")
@@ -155,10 +162,17 @@ TARGETS = (
            (1, 9, 0), (1, 11, 0), CLONE_RULES,
            "the clone routine, moved out of _impl in 1.9"),
     Target("tensorflow", "tensorflow.python.keras.models", "_clone_functional_model",
-           (1, 11, 0), (1, 13, 0), ("MapTensorsInCallArguments", "ArgumentsInInputsPassedOnce"),
+           (1, 11, 0), (1, 13, 0),
+           ("MapTensorsInCallArguments", "ArgumentsInInputsPassedOnce") + KEPT_IN_THE_CLONE,
            "the clone routine of 1.11 keeps no masks and only reads node.arguments, but still "
            "passes an RNN's initial_state both as input and as argument (AssertionError); "
            "1.13 clones a seq2seq right (measured)"),
+    Target("tensorflow", "tensorflow.python.keras.models", "_clone_functional_model",
+           (1, 13, 0), (1, 14, 0), KEPT_IN_THE_CLONE,
+           "the clone routine of 1.13 makes each layer from its config, which has no Lambda "
+           "mask and no trainable of a model: the clone's Lambda has no mask, and a frozen "
+           "nested model is trainable (1.14 writes the mask into Lambda's config and sets "
+           "a model's trainable on its layers)"),
     Target("tensorflow", "tensorflow.python.layers.base", "Network._run_internal_graph",
            (1, 4, 0), (1, 5, 0), NETWORK_RULES_BEFORE_1_9,
            "calling a tf.keras model on new tensors: the first call's mask pinned in the "

@@ -4,7 +4,8 @@ Given a family's keras module (`keras`, or `tensorflow.keras`) and a built
 model, it makes inputs from the model's own input shapes and dtypes, names
 what in the model puts it at risk of the rebuild bugs, and runs the checks
 (clone, clone_of_clone, nested, called_twice, multi_gpu), each comparing
-predictions with the model's own on the same inputs; `load` is that the
+predictions with the model's own on the same inputs (and a clone's count of
+trainable weights with the model's); `load` is that the
 model predicts (`check` compares those predictions with the side's that
 loaded it with the fix); `original_unchanged` says which checks changed
 the call arguments recorded in the original's nodes. Those are put back after each
@@ -24,8 +25,9 @@ import sys
 import traceback
 
 from keras_clone_fix._affected import (
-    MASKED_CALL, MULTI_OUTPUT_MASK, NESTED_MASKED, NESTED_OUTPUT_MASKS, SHARED_MODEL, STATE_INPUTS,
-    TENSOR_ARGUMENTS, api_version, endangered_checks, keras_version, targets_for)
+    FROZEN_NESTED, LAMBDA_MASK, MASKED_CALL, MULTI_OUTPUT_MASK, NESTED_MASKED, NESTED_OUTPUT_MASKS,
+    SHARED_MODEL, STATE_INPUTS, TENSOR_ARGUMENTS, api_version, endangered_checks, keras_version,
+    targets_for)
 
 OK, WRONG, ERROR, UNAVAILABLE = "ok", "wrong", "error", "unavailable"
 FAILED = (WRONG, ERROR)
@@ -84,6 +86,10 @@ def is_rnn(layer):
     """Recurrent layers: RNN from keras 2.0.9 and TensorFlow 1.5, Recurrent
     before (it has no `cell`, and tf.keras 1.4 does not export it)."""
     return any(cls.__name__ in ("RNN", "Recurrent") for cls in type(layer).__mro__)
+
+
+def is_lambda(layer):
+    return any(cls.__name__ == "Lambda" for cls in type(layer).__mro__)
 
 
 def all_layers(keras, model, prefix=""):
@@ -190,9 +196,15 @@ def model_risks(keras, model):
             if len(nodes) > 2:  # its first node is its own, from its inputs to its outputs
                 found.append((path, SHARED_MODEL, "a model shared by {} calls".format(
                     len(nodes) - 1), nested))
+            if not getattr(layer, "trainable", True):
+                found.append((path, FROZEN_NESTED, "a frozen nested model (trainable = False)",
+                              nested))
         elif masked_inputs and "mask" in parameters(layer.call):
             found.append((path, MASKED_CALL, "called on a masked tensor (the mask goes into its "
                           "call arguments)", nested))
+        if getattr(layer, "mask", None) is not None and is_lambda(layer):
+            found.append((path, LAMBDA_MASK, "a Lambda with a mask (its config has none)",
+                          nested))
         arguments = sorted(set(name for node in nodes for name in tensor_arguments(node)))
         if arguments:
             found.append((path, TENSOR_ARGUMENTS, "called with tensor arguments: " + ", ".join(
@@ -375,17 +387,26 @@ class Checks(object):
         return result(UNAVAILABLE, "{} has no clone_model (keras has it from 2.0.7)".format(
             release_name(self.keras)))
 
+    def compare_clone(self, clone, predicting=None):
+        """The predictions of the clone (or of the model `predicting` that
+        holds it), then the clone's count of trainable weights, with the model's."""
+        compared = compare(self.expected, predict(predicting or clone, self.inputs))
+        want, have = len(self.model.trainable_weights), len(clone.trainable_weights)
+        if compared["result"] == OK and have != want:
+            return result(WRONG, "{} trainable weights instead of {}".format(have, want))
+        return compared
+
     def check_clone(self):
         if self.clone_model is None:
             return self.no_clone_model()
         self.clone = self.cloned(self.model)
-        return compare(self.expected, predict(self.clone, self.inputs))
+        return self.compare_clone(self.clone)
 
     def check_clone_of_clone(self):
         if self.clone_model is None:
             return self.no_clone_model()
         clone = self.clone or self.cloned(self.model)  # raises again where clone failed
-        return compare(self.expected, predict(self.cloned(clone), self.inputs))
+        return self.compare_clone(self.cloned(clone))
 
     def check_nested(self):
         keras = self.keras
@@ -423,7 +444,7 @@ class Checks(object):
         parallel = multi_gpu_model(self.model, gpus=2, cpu_relocation=True)
         replica, = [layer for layer in parallel.layers if is_model(self.keras, layer)]
         replica.set_weights(self.model.get_weights())  # the relocated clone starts anew
-        return compare(self.expected, predict(parallel, self.inputs))
+        return self.compare_clone(replica, predicting=parallel)
 
     def run(self, progress=None):
         """{check name: result}, each check run even if another failed."""

@@ -31,8 +31,9 @@ import types
 
 from keras_clone_fix import _cache
 from keras_clone_fix._runtime import (
-    UnsupportedFunction, arguments_not_in_inputs, keras_masks, mask_through_input_layer,
-    one_mask_per_output, recorded_output_masks, tensors_mapped, without_propagated_mask)
+    UnsupportedFunction, arguments_not_in_inputs, keras_masks, lambda_mask_kept,
+    mask_through_input_layer, one_mask_per_output, recorded_output_masks, tensors_mapped,
+    trainable_kept, without_propagated_mask)
 
 _HELPER_PREFIX = "_keras_clone_fix_"
 # These rules' text as imported: a stored build is used only where the
@@ -384,6 +385,55 @@ class ArgumentsInInputsPassedOnce(Rule):
                                         ast.Name(id="node", ctx=ast.Load())))
             return [node, _located(self.rewritten(kept), node)]
         return node
+
+class _KeptInTheClone(Rule):
+    """`new_layer = <... .from_config(...) ...>` -> `new_layer = <helper>(layer, <the same>)`:
+    the clone routine's copy of a layer, made from the layer's config, gets
+    back what the config leaves out (the rule's one helper says what).
+    Applied after each other, the second wraps the first."""
+
+    def visit_Assign(self, node):
+        if _name(node.targets[0]) == "new_layer" and any(
+                isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+                and call.func.attr == "from_config" for call in _nodes(node.value)):
+            node.value = _located(_call(_helper(self.helpers[0]),
+                                        ast.Name(id="layer", ctx=ast.Load()), node.value),
+                                  node.value)
+            return self.rewritten(node)
+        return node
+
+
+class LambdaMaskKept(_KeptInTheClone):
+    """`new_layer = layer.__class__.from_config(layer.get_config())` ->
+    `new_layer = lambda_mask_kept(layer, <the same>)`.
+
+    `Lambda.get_config` leaves out the `mask` given to `Lambda(fn,
+    mask=...)` on Keras 2.0.7 - 2.3.1 (every release with clone_model) and
+    tf.keras of TensorFlow 1.4 - 1.13; TensorFlow 1.14 writes it into the
+    config (`mask`, `mask_type`, `mask_module`). The clone's Lambda had no
+    mask, and the layers after it counted the padding, silently. The clone
+    gets the original's mask object; the config, and so a saved file, stays
+    what the release writes.
+    """
+
+    helpers = (lambda_mask_kept,)
+
+
+class TrainableKept(_KeptInTheClone):
+    """`new_layer = layer.__class__.from_config(layer.get_config())` ->
+    `new_layer = trainable_kept(layer, <the same>)`.
+
+    A model's `get_config` (Container's, Network's) has no `trainable` on
+    Keras 2.0.7 - 2.3.1 and tf.keras of TensorFlow 1.4 - 1.13, and setting a
+    model's `trainable` leaves its layers' own flags as they were: a frozen
+    nested model came back trainable in the clone, and training the clone
+    trained it (keras-team/keras#11022). TensorFlow 1.14's `trainable`
+    setter sets the flag of every layer inside, whose configs then carry it.
+    The clone gets the original's flag; the config stays as it is.
+    """
+
+    helpers = (trainable_kept,)
+
 
 
 def _function_def(original):

@@ -119,7 +119,37 @@ def arguments_not_in_inputs(kwargs, node):
     return kept
 
 
+def _is_lambda(layer):
+    """A Lambda layer, or a subclass of one: known by a base of that name."""
+    return any(cls.__name__ == "Lambda" for cls in type(layer).__mro__)
+
+
+def lambda_mask_kept(layer, new_layer):
+    """`new_layer`, the clone routine's copy of `layer` made from its config,
+    with the original's `mask` where `layer` is a Lambda that has one (set
+    as `Lambda.__init__` sets it): `Lambda.get_config` leaves the mask out
+    before tf.keras 1.14 and on every Keras 2.x. The config stays as it is,
+    so a file saved from the clone is what Keras itself writes."""
+    mask = getattr(layer, "mask", None)
+    if mask is not None and _is_lambda(layer) and getattr(new_layer, "mask", None) is None:
+        new_layer.mask = mask
+        new_layer.supports_masking = True
+    return new_layer
+
+
+def trainable_kept(layer, new_layer):
+    """`new_layer`, the clone routine's copy of `layer` made from its config,
+    with the original's `trainable`: a model's `get_config` leaves it out
+    (Keras 2.x, tf.keras 1.4 - 1.13), so a frozen nested model came back
+    trainable. Only the flag is set, as the user set it on the original."""
+    trainable = getattr(layer, "trainable", True)
+    if getattr(new_layer, "trainable", True) != trainable:
+        new_layer.trainable = trainable
+    return new_layer
+
+
 # What the fixed code may call, by name.
 HELPERS = dict((helper.__name__, helper) for helper in (
     one_mask_per_output, recorded_output_masks, without_propagated_mask, tensors_mapped,
-    arguments_not_in_inputs, mask_through_input_layer, keras_masks))
+    arguments_not_in_inputs, mask_through_input_layer, keras_masks, lambda_mask_kept,
+    trainable_kept))

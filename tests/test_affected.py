@@ -91,7 +91,7 @@ MASKS = "tensorflow.python.keras.engine.base_layer.Layer._set_mask_metadata"
     ("1.8.0", ["tensorflow.python.keras._impl.keras.models._clone_functional_model",
                "tensorflow.python.keras._impl.keras.engine.network.Network._run_internal_graph"]),
     ("1.10.1", [CLONE, NETWORK]), ("1.11.0", [CLONE, NETWORK, MASKS]),
-    ("1.12.3", [CLONE, NETWORK, MASKS]), ("1.13.2", [NETWORK, MASKS]),
+    ("1.12.3", [CLONE, NETWORK, MASKS]), ("1.13.2", [CLONE, NETWORK, MASKS]),
     ("1.14.0", [NETWORK]), ("1.15.5", []), ("2.1.4", []),
 ])
 def test_tensorflow_targets_for(version, patched):

@@ -382,3 +382,40 @@ def test_refuses_source_changed_on_disk_after_import(tmp_path, monkeypatch, chan
             build_fixed(changed_after_import.step, ["OneMaskPerOutput"])
     finally:
         del sys.modules["changed_after_import"]
+
+
+class FromConfig(object):
+    """A layer whose config leaves out `mask` and `trainable`, as Keras's
+    Lambda and Network do before tf.keras 1.14."""
+    mask, supports_masking, trainable = None, False, True
+
+    def get_config(self):
+        return {}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls()
+
+
+class Lambda(FromConfig):
+    pass
+
+
+def clone_step_like_keras(layer, layer_map):
+    if layer not in layer_map:
+        new_layer = layer.__class__.from_config(layer.get_config())
+        layer_map[layer] = new_layer
+    return layer_map[layer]
+
+
+def test_lambda_mask_and_trainable_kept():
+    fixed = build_fixed(clone_step_like_keras, ["LambdaMaskKept", "TrainableKept"])
+    original = Lambda()
+    original.mask, original.supports_masking, original.trainable = "mask_fn", True, False
+    plain = clone_step_like_keras(original, {})
+    assert (plain.mask, plain.supports_masking, plain.trainable) == (None, False, True)
+    clone = fixed(original, {})
+    assert (clone.mask, clone.supports_masking, clone.trainable) == ("mask_fn", True, False)
+    other = FromConfig()
+    other.mask = "not a Lambda's"  # only a Lambda's mask is carried
+    assert fixed(other, {}).mask is None
