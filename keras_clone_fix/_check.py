@@ -28,6 +28,7 @@ from keras_clone_fix._affected import (
     FROZEN_NESTED, LAMBDA_MASK, MASKED_CALL, MULTI_OUTPUT_MASK, NESTED_MASKED, NESTED_OUTPUT_MASKS,
     SHARED_MODEL, STATE_INPUTS, TENSOR_ARGUMENTS, api_version, endangered_checks, keras_version,
     targets_for)
+from keras_clone_fix._runtime import is_lambda
 
 OK, WRONG, ERROR, UNAVAILABLE = "ok", "wrong", "error", "unavailable"
 FAILED = (WRONG, ERROR)
@@ -86,10 +87,6 @@ def is_rnn(layer):
     """Recurrent layers: RNN from keras 2.0.9 and TensorFlow 1.5, Recurrent
     before (it has no `cell`, and tf.keras 1.4 does not export it)."""
     return any(cls.__name__ in ("RNN", "Recurrent") for cls in type(layer).__mro__)
-
-
-def is_lambda(layer):
-    return any(cls.__name__ == "Lambda" for cls in type(layer).__mro__)
 
 
 def all_layers(keras, model, prefix=""):

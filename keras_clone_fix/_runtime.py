@@ -119,7 +119,7 @@ def arguments_not_in_inputs(kwargs, node):
     return kept
 
 
-def _is_lambda(layer):
+def is_lambda(layer):
     """A Lambda layer, or a subclass of one: known by a base of that name."""
     return any(cls.__name__ == "Lambda" for cls in type(layer).__mro__)
 
@@ -131,7 +131,7 @@ def lambda_mask_kept(layer, new_layer):
     before tf.keras 1.14 and on every Keras 2.x. The config stays as it is,
     so a file saved from the clone is what Keras itself writes."""
     mask = getattr(layer, "mask", None)
-    if mask is not None and _is_lambda(layer) and getattr(new_layer, "mask", None) is None:
+    if mask is not None and is_lambda(layer) and getattr(new_layer, "mask", None) is None:
         new_layer.mask = mask
         new_layer.supports_masking = True
     return new_layer
