@@ -36,11 +36,19 @@ ROOT = os.path.dirname(os.path.abspath(__file__))
 TF1 = ["tensorflow==1.15.5", "protobuf<3.21", "h5py<3"]
 QUIET_TF = {"TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONWARNINGS": "ignore::DeprecationWarning,ignore::FutureWarning"}
 # What a session leaves to another that proves the same (PYTEST_ADDOPTS):
-# tests/test_tf_keras.py runs once for each TensorFlow (1.15, right and left
-# alone: tests(keras-2.2.4-tf-1.15); 1.14: tests(tf-1.14)). The tests marked
-# `activation` run once for each set of patched targets (and each Python);
-# those marked `check_command` (how `check` treats files, options and input)
-# once for each such set and family checked: neither depends on the backend.
+# - tests/test_tf_keras.py runs once for each TensorFlow (1.15, right and left
+#   alone: tests(keras-2.2.4-tf-1.15); 1.14: tests(tf-1.14)).
+# - The tests marked `activation` (how the fix goes in and out) depend on the
+#   kinds of targets (a module's function, a class's method, a method that
+#   every layer call runs), the families imported and the Python, not on the
+#   release. They run in keras 2.2.4 (function and method, Python 3.7),
+#   keras 2.2.5 with TensorFlow 1.14 (both families; tf.keras 1.14 patches one
+#   method), tf-1.12 (all three kinds, Python 3.6) and Python 2.7; the others
+#   leave them. Each release still proves its own activation: its self-check
+#   and tests run patched by the .pth (tf.keras: by all three ways in).
+# - Those marked `check_command` (how `check` treats files, options and
+#   input) run once for each set of patched targets and family checked: they
+#   do not depend on the backend.
 TF_KERAS_ELSEWHERE = "--ignore=tests/test_tf_keras.py"
 ACTIVATION, CHECK_COMMAND = "activation", "check_command"  # pytest markers
 
@@ -60,9 +68,8 @@ def leaving(*elsewhere, **env):
 PROVEN_BY_ITS_TWIN = (ACTIVATION, CHECK_COMMAND)
 
 
-# Theano compiles each model, in every new interpreter: fewer random models.
 # Twins: keras 2.2.4 on TensorFlow, on the same Python.
-THEANO = leaving(*PROVEN_BY_ITS_TWIN, KERAS_BACKEND="theano", RANDOM_MODELS="3")
+THEANO = leaving(*PROVEN_BY_ITS_TWIN, KERAS_BACKEND="theano")
 
 
 def tf_on_python36(tensorflow, tensorboard, numpy):
@@ -76,11 +83,11 @@ def tf_on_python36(tensorflow, tensorboard, numpy):
 
 # id: (python, requirements, environment variables)
 ENVIRONMENTS = {
-    "keras-2.0.0-tf-1.15": ("3.7", TF1 + ["keras==2.0.0"], leaving(TF_KERAS_ELSEWHERE)),
+    "keras-2.0.0-tf-1.15": ("3.7", TF1 + ["keras==2.0.0"], leaving(TF_KERAS_ELSEWHERE, ACTIVATION)),
     # Twins: 2.0.6 patches 2.0.0's targets, 2.1.6 2.0.8's, 2.3.1 2.2.4's.
     "keras-2.0.6-tf-1.15": ("3.7", TF1 + ["keras==2.0.6"],
                             leaving(TF_KERAS_ELSEWHERE, *PROVEN_BY_ITS_TWIN)),
-    "keras-2.0.8-tf-1.15": ("3.7", TF1 + ["keras==2.0.8"], leaving(TF_KERAS_ELSEWHERE)),
+    "keras-2.0.8-tf-1.15": ("3.7", TF1 + ["keras==2.0.8"], leaving(TF_KERAS_ELSEWHERE, ACTIVATION)),
     "keras-2.1.6-tf-1.15": ("3.7", TF1 + ["keras==2.1.6"],
                             leaving(TF_KERAS_ELSEWHERE, *PROVEN_BY_ITS_TWIN)),
     "keras-2.2.4-tf-1.15": ("3.7", TF1 + ["keras==2.2.4"], QUIET_TF),
@@ -94,14 +101,12 @@ ENVIRONMENTS = {
     "keras-2.2.4-theano": ("3.7", ["theano==1.0.4", "keras==2.2.4", "numpy<1.19", "scipy<1.6",
                                    "h5py<3"], THEANO),
     # TensorFlow before 1.13 has no Python 3.7 wheels: on 3.6, see tf_on_python36.
-    "tf-1.4": ("3.6", tf_on_python36("1.4.1", None, "1.14.5"), QUIET_TF),
-    "tf-1.5": ("3.6", tf_on_python36("1.5.1", None, "1.14.5"), QUIET_TF),
-    "tf-1.10": ("3.6", tf_on_python36("1.10.1", "1.10.0", "1.14.5"), QUIET_TF),
+    "tf-1.4": ("3.6", tf_on_python36("1.4.1", None, "1.14.5"), leaving(ACTIVATION)),
+    "tf-1.5": ("3.6", tf_on_python36("1.5.1", None, "1.14.5"), leaving(ACTIVATION)),
+    "tf-1.10": ("3.6", tf_on_python36("1.10.1", "1.10.0", "1.14.5"), leaving(ACTIVATION)),
     "tf-1.12": ("3.6", tf_on_python36("1.12.3", "1.12.2", "1.16.6"), QUIET_TF),
-    "tf-1.13": ("3.7", ["tensorflow==1.13.2", "protobuf<3.21", "h5py<3"], QUIET_TF),
-    # tests(keras-2.2.5-tf-1.14) patches these targets too, beside keras's.
-    "tf-1.14": ("3.7", ["tensorflow==1.14.0", "protobuf<3.21", "h5py<3"],
-                leaving(ACTIVATION)),
+    "tf-1.13": ("3.7", ["tensorflow==1.13.2", "protobuf<3.21", "h5py<3"], leaving(ACTIVATION)),
+    "tf-1.14": ("3.7", ["tensorflow==1.14.0", "protobuf<3.21", "h5py<3"], leaving(ACTIVATION)),
     "keras-3-tf-2.21": ("3.11", ["tensorflow-cpu==2.21.*", "keras>=3"], QUIET_TF),
     "tf-keras-tf-2.21": ("3.11", ["tensorflow-cpu==2.21.*", "tf-keras==2.21.*"], QUIET_TF),
 }
