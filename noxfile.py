@@ -19,7 +19,6 @@ install: those carry no .pth file), so tests see what users install.
 import atexit
 import glob
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -157,10 +156,8 @@ def install(session, *requirements):
     """The wheel of this tree and `requirements` (with pytest and what the
     Python needs). A kept environment built from the same requirements, the
     same constraints and the wheel's same dependencies gets only the new wheel;
-    one built from others is emptied and built again."""
+    any other kept one (built from others, or cut short) is made anew."""
     if session.python == "3.6":
-        # venv's pip 18 on 3.6 picks releases that need a newer Python.
-        session.install("pip==21.3.1")
         requirements += ("hypothesis", "-c", CONSTRAINTS_36)
     elif session.python == "2.7":
         # The tests make an interpreter without our .pth; 2.7 has no venv.
@@ -171,20 +168,23 @@ def install(session, *requirements):
     wheel = built_wheel()
     built_from = "\n".join(("pytest",) + requirements + wheel_dependencies(wheel) + (
         (read(CONSTRAINTS_36),) if session.python == "3.6" else ())) + "\n"
-    stamp = os.path.join(session.virtualenv.location, BUILT_FROM)
+    location = session.virtualenv.location
+    stamp = os.path.join(location, BUILT_FROM)
     if os.path.exists(stamp) and read(stamp) == built_from:
         # As in a new environment: no files the last run's package wrote (the
         # stored builds of keras_clone_fix/__pycache__).
         session.run("python", "-m", "pip", "uninstall", "--yes", "--quiet", "keras-clone-fix")
-        for leftover in glob.glob(os.path.join(session.virtualenv.location, "lib", "python*",
-                                               "site-packages", "keras_clone_fix")):
+        for leftover in glob.glob(os.path.join(location, "lib", "python*", "site-packages",
+                                               "keras_clone_fix")):
             shutil.rmtree(leftover)
         session.install("--no-deps", wheel)
         return
-    freeze = session.run("python", "-m", "pip", "freeze", silent=True)  # 2.7's pip warns too
-    installed = re.findall(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(?:==| @ )", freeze, re.MULTILINE)
-    if installed:  # kept from other requirements, or from an install cut short
-        session.run("python", "-m", "pip", "uninstall", "--yes", "--quiet", *installed)
+    if session.virtualenv._reused:  # nox 2024.10.9 (.ci/run pins it) says so
+        shutil.rmtree(location)
+        session.virtualenv.create()
+    if session.python == "3.6":
+        # venv's pip 18 on 3.6 picks releases that need a newer Python.
+        session.install("pip==21.3.1")
     session.install(wheel, "pytest", *requirements)
     with open(stamp, "w") as written:
         written.write(built_from)
