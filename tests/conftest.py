@@ -111,6 +111,19 @@ def run_python(args, python=sys.executable, env=None, cwd=TESTS):
                cwd=cwd)
 
 
+_RAN_ONCE = {}
+
+
+def run_python_once(args, env=None):
+    """run_python, once per arguments and environment in a session: tests
+    that assert different things about one command's output share its run
+    (the self-check imports Keras and checks in two interpreters)."""
+    key = (tuple(args), tuple(sorted((env or {}).items())))
+    if key not in _RAN_ONCE:
+        _RAN_ONCE[key] = run_python(args, env=env)
+    return _RAN_ONCE[key]
+
+
 def run_pytest(tmp_path, test_source, options=(), env=None):
     """pytest in a fresh interpreter on a user's test file of this source,
     with tests/ importable (clone_probe)."""

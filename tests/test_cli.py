@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from conftest import AFFECTED, KERAS, affected_only, installed, run_python
+from conftest import AFFECTED, KERAS, affected_only, installed, run_python_once
 from keras_clone_fix._affected import is_affected
 from keras_clone_fix._cli import parse_arguments
 
@@ -17,7 +17,7 @@ if KERAS:
 
 
 def self_check(*options, **kwargs):
-    return run_python(["-m", "keras_clone_fix"] + list(options), **kwargs)
+    return run_python_once(["-m", "keras_clone_fix"] + list(options), **kwargs)
 
 
 def keras_section(report):

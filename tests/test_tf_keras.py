@@ -11,7 +11,8 @@ import json
 import pytest
 
 import keras_clone_fix
-from conftest import expect_upstream_failure, installed, run_pytest, run_python
+from conftest import (
+    expect_upstream_failure, installed, run_pytest, run_python, run_python_once)
 from keras_clone_fix._affected import target_name, targets_for
 
 if not installed("tensorflow"):
@@ -215,7 +216,7 @@ def test_import_tensorflow_is_patched_at_interpreter_start():
 
 def self_check(env=None):
     """The exit status, the JSON report, and its tf.keras section (None if not checked)."""
-    finished = run_python(["-m", "keras_clone_fix", "--json"], env=env)
+    finished = run_python_once(["-m", "keras_clone_fix", "--json"], env=env)
     report = json.loads(finished.stdout)
     sections = [made for made in report["models"] if made["family"] == "tf.keras"]
     return finished.returncode, report, sections[0] if sections else None
