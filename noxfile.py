@@ -91,8 +91,9 @@ ENVIRONMENTS = {
                             leaving(TF_KERAS_ELSEWHERE, *PROVEN_BY_ITS_TWIN)),
     "keras-2.2.4-tf-1.15": ("3.7", TF1 + ["keras==2.2.4"], QUIET_TF),
     # TensorFlow 1.14 (affected too): both families patched in one process.
+    # check_command: keras's targets are 2.2.4's (its twin), tf.keras's 1.14's.
     "keras-2.2.5-tf-1.14": ("3.7", ["tensorflow==1.14.0", "protobuf<3.21", "h5py<3", "keras==2.2.5"],
-                            leaving(TF_KERAS_ELSEWHERE)),
+                            leaving(TF_KERAS_ELSEWHERE, CHECK_COMMAND)),
     "keras-2.3.1-tf-1.15": ("3.7", TF1 + ["keras==2.3.1"],
                             leaving(TF_KERAS_ELSEWHERE, *PROVEN_BY_ITS_TWIN)),
     "keras-2.3.1-tf-2.1": ("3.7", ["tensorflow==2.1.4", "keras==2.3.1", "protobuf<3.21",
