@@ -42,8 +42,8 @@ QUIET_TF = {"TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONWARNINGS": "ignore::DeprecationW
 #   every layer call runs), the families imported and the Python, not on the
 #   release. They run in keras 2.2.4 (function and method, Python 3.7),
 #   keras 2.2.5 with TensorFlow 1.14 (both families; tf.keras 1.14 patches one
-#   method), tf-1.12 (all three kinds, Python 3.6) and Python 2.7; the others
-#   leave them. Each release still proves its own activation: its self-check
+#   method), tf-1.12 (all three kinds, Python 3.6) and Python 2.7, and where
+#   nothing is patched, in keras-3 and the wheel sessions; the others leave them. Each release still proves its own activation: its self-check
 #   and tests run patched by the .pth (tf.keras: by all three ways in).
 # - Those marked `check_command` (how `check` treats files, options and
 #   input) run once for each set of patched targets and family checked: they
@@ -108,7 +108,9 @@ ENVIRONMENTS = {
     "tf-1.13": ("3.7", ["tensorflow==1.13.2", "protobuf<3.21", "h5py<3"], leaving(ACTIVATION)),
     "tf-1.14": ("3.7", ["tensorflow==1.14.0", "protobuf<3.21", "h5py<3"], leaving(ACTIVATION)),
     "keras-3-tf-2.21": ("3.11", ["tensorflow-cpu==2.21.*", "keras>=3"], QUIET_TF),
-    "tf-keras-tf-2.21": ("3.11", ["tensorflow-cpu==2.21.*", "tf-keras==2.21.*"], QUIET_TF),
+    # Keras 3 and TensorFlow 2.21 here too, nothing to patch: activation as in keras-3's.
+    "tf-keras-tf-2.21": ("3.11", ["tensorflow-cpu==2.21.*", "tf-keras==2.21.*"],
+                         leaving(ACTIVATION)),
 }
 # The same on Python 2.7, in its own sessions: they need the virtualenv backend.
 # TensorFlow 1.15.0 is the last with 2.7 wheels; grpcio 1.39 the last such wheel.
