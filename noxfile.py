@@ -43,8 +43,9 @@ QUIET_TF = {"TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONWARNINGS": "ignore::DeprecationW
 #   release. They run in keras 2.2.4 (function and method, Python 3.7),
 #   keras 2.2.5 with TensorFlow 1.14 (both families; tf.keras 1.14 patches one
 #   method), tf-1.12 (all three kinds, Python 3.6) and Python 2.7, and where
-#   nothing is patched, in keras-3 and the wheel sessions; the others leave them. Each release still proves its own activation: its self-check
-#   and tests run patched by the .pth (tf.keras: by all three ways in).
+#   nothing is patched, in keras-3 and the wheel sessions; the others leave
+#   them. Each release still proves its own activation: its self-check and
+#   tests run patched by the .pth (tf.keras: by all three ways in).
 # - Those marked `check_command` (how `check` treats files, options and
 #   input) run once for each set of patched targets and family checked: they
 #   do not depend on the backend.
