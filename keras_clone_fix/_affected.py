@@ -7,6 +7,8 @@ Keras) or `tensorflow` (its tf.keras). Reads nothing but version strings,
 so it costs nothing to import.
 """
 
+import sys
+
 # family -> (first release, first release past the range, affected?, why).
 # Ranges are half-open and together cover every version.
 RELEASES = {
@@ -232,7 +234,6 @@ def keras_version(keras):
     ('2.1.5-tf' on 1.8). None where neither says."""
     version = getattr(keras, "__version__", None)
     if version is None and keras.__name__.split(".")[0] == "tensorflow":
-        import sys
         inside = sys.modules.get("tensorflow.python.keras._impl.keras")
         version = getattr(inside, "__version__", None)
     return version

@@ -78,7 +78,7 @@ def failing(section, side):
     and those that could not run."""
     return [name for name, sides in section["checks"].items()
             if side in sides and sides[side]["result"] in FAILED and not same_failure(sides)
-            and not why_not_run(sides)]
+            and name not in section["not_run"]]
 
 
 def not_run(section):
@@ -114,7 +114,7 @@ def _alike(section):
 def _limits(section):
     """The checks that fail alike on both sides for what the release cannot do."""
     return [name for name, sides in section["checks"].items()
-            if same_failure(sides) and not why_not_run(sides)]
+            if same_failure(sides) and name not in section["not_run"]]
 
 
 def _fail(names):
@@ -163,9 +163,9 @@ def _no_verdict(section, name, broken):
     if broken:
         return said + "{} breaks {} of this model, and with keras-clone-fix {} matches the " \
                       "model's predictions.".format(name, _names(broken), every)
-    return said + "{} matches the model's predictions{}.".format(every, 
-        " without and with the fix" if any(UNPATCHED in sides for sides in section[
-            "checks"].values()) else "")
+    both_sides = any(UNPATCHED in sides for sides in section["checks"].values())
+    return said + "{} matches the model's predictions{}.".format(
+        every, " without and with the fix" if both_sides else "")
 
 
 def shape_text(shape):
