@@ -17,12 +17,17 @@ TESTS = os.path.dirname(os.path.abspath(__file__))
 SITE_PACKAGES = os.path.dirname(os.path.dirname(os.path.abspath(keras_clone_fix.__file__)))
 
 
+def version_of(module):
+    """A module's release as numbers: '2.1.6-tf' -> (2, 1, 6)."""
+    return tuple(int(part) for part in module.__version__.split("-")[0].split(".")[:3])
+
+
 def _keras_version():
     try:
         import keras
     except ImportError:
         return None
-    return tuple(int(part) for part in keras.__version__.split(".")[:3])
+    return version_of(keras)
 
 
 KERAS = _keras_version()

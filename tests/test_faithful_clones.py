@@ -17,14 +17,10 @@ import importlib
 
 import pytest
 
-from conftest import expect_upstream_failure, installed
+from conftest import expect_upstream_failure, installed, version_of
 from keras_clone_fix import _activation
 
 import keras_clone_fix
-
-
-def _version(module):
-    return tuple(int(part) for part in module.__version__.split("-")[0].split(".")[:3])
 
 
 def _families():
@@ -33,14 +29,14 @@ def _families():
     found = []
     if installed("keras"):
         keras = importlib.import_module("keras")
-        version = _version(keras)
+        version = version_of(keras)
         # Not on Theano: it compiles each LSTM model for minutes (as in
         # test_model_boundary); the rules are the same there.
         if (2, 0, 7) <= version < (2, 4, 0) and keras.backend.backend() != "theano":
             found.append(("keras " + keras.__version__, keras, True, True))
     if installed("tensorflow"):
         tensorflow = importlib.import_module("tensorflow")
-        version = _version(tensorflow)[:2]
+        version = version_of(tensorflow)[:2]
         if (1, 4) <= version < (1, 15):
             # 1.14 writes a Lambda's mask into its config and sets a model's
             # trainable on the layers inside: not patched for these, correct.

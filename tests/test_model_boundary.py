@@ -19,11 +19,7 @@ import importlib
 
 import pytest
 
-from conftest import expect_upstream_failure, installed
-
-
-def _version(module):
-    return tuple(int(part) for part in module.__version__.split("-")[0].split(".")[:3])
+from conftest import expect_upstream_failure, installed, version_of
 
 
 def _families():
@@ -32,7 +28,7 @@ def _families():
     found = []
     if installed("keras"):
         keras = importlib.import_module("keras")
-        version = _version(keras)
+        version = version_of(keras)
         # Not on Theano: it compiles each of the many small models for minutes,
         # as test_check's LSTM models (the Theano sessions run keras 2.2.4).
         if (2, 0, 0) <= version < (2, 4, 0) and keras.backend.backend() != "theano":
@@ -51,7 +47,7 @@ def _families():
                 "no return_state": version < (2, 0, 5)}))
     if installed("tensorflow"):
         tensorflow = importlib.import_module("tensorflow")
-        version = _version(tensorflow)[:2]
+        version = version_of(tensorflow)[:2]
         if (1, 4) <= version < (1, 15):
             found.append(("tf.keras " + tensorflow.__version__, tensorflow.keras, {
                 "input refuses a mask": version < (1, 13),
