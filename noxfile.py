@@ -47,8 +47,10 @@ QUIET_TF = {"TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONWARNINGS": "ignore::DeprecationW
 #   them. Each release still proves its own activation: its self-check and
 #   tests run patched by the .pth (tf.keras: by all three ways in).
 # - Those marked `check_command` (how `check` treats files, options and
-#   input) run once for each set of patched targets and family checked: they
-#   do not depend on the backend.
+#   input) do not depend on the backend or the patched targets: they run for
+#   each family at both ends of its releases and Python (keras 2.0.0 and
+#   2.2.4, tf.keras 1.4 and 1.14, Python 2.7) and in keras-3. Every session
+#   still runs `check` on its own release's model files (tests/test_check.py).
 TF_KERAS_ELSEWHERE = "--ignore=tests/test_tf_keras.py"
 ACTIVATION, CHECK_COMMAND = "activation", "check_command"  # pytest markers
 
@@ -87,7 +89,8 @@ ENVIRONMENTS = {
     # Twins: 2.0.6 patches 2.0.0's targets, 2.1.6 2.0.8's, 2.3.1 2.2.4's.
     "keras-2.0.6-tf-1.15": ("3.7", TF1 + ["keras==2.0.6"],
                             leaving(TF_KERAS_ELSEWHERE, *PROVEN_BY_ITS_TWIN)),
-    "keras-2.0.8-tf-1.15": ("3.7", TF1 + ["keras==2.0.8"], leaving(TF_KERAS_ELSEWHERE, ACTIVATION)),
+    "keras-2.0.8-tf-1.15": ("3.7", TF1 + ["keras==2.0.8"],
+                            leaving(TF_KERAS_ELSEWHERE, ACTIVATION, CHECK_COMMAND)),
     "keras-2.1.6-tf-1.15": ("3.7", TF1 + ["keras==2.1.6"],
                             leaving(TF_KERAS_ELSEWHERE, *PROVEN_BY_ITS_TWIN)),
     "keras-2.2.4-tf-1.15": ("3.7", TF1 + ["keras==2.2.4"], QUIET_TF),
@@ -103,15 +106,17 @@ ENVIRONMENTS = {
                                    "h5py<3"], THEANO),
     # TensorFlow before 1.13 has no Python 3.7 wheels: on 3.6, see tf_on_python36.
     "tf-1.4": ("3.6", tf_on_python36("1.4.1", None, "1.14.5"), leaving(ACTIVATION)),
-    "tf-1.5": ("3.6", tf_on_python36("1.5.1", None, "1.14.5"), leaving(ACTIVATION)),
-    "tf-1.10": ("3.6", tf_on_python36("1.10.1", "1.10.0", "1.14.5"), leaving(ACTIVATION)),
-    "tf-1.12": ("3.6", tf_on_python36("1.12.3", "1.12.2", "1.16.6"), QUIET_TF),
-    "tf-1.13": ("3.7", ["tensorflow==1.13.2", "protobuf<3.21", "h5py<3"], leaving(ACTIVATION)),
+    "tf-1.5": ("3.6", tf_on_python36("1.5.1", None, "1.14.5"), leaving(ACTIVATION, CHECK_COMMAND)),
+    "tf-1.10": ("3.6", tf_on_python36("1.10.1", "1.10.0", "1.14.5"),
+                leaving(ACTIVATION, CHECK_COMMAND)),
+    "tf-1.12": ("3.6", tf_on_python36("1.12.3", "1.12.2", "1.16.6"), leaving(CHECK_COMMAND)),
+    "tf-1.13": ("3.7", ["tensorflow==1.13.2", "protobuf<3.21", "h5py<3"],
+                leaving(ACTIVATION, CHECK_COMMAND)),
     "tf-1.14": ("3.7", ["tensorflow==1.14.0", "protobuf<3.21", "h5py<3"], leaving(ACTIVATION)),
     "keras-3-tf-2.21": ("3.11", ["tensorflow-cpu==2.21.*", "keras>=3"], QUIET_TF),
     # Keras 3 and TensorFlow 2.21 here too, nothing to patch: activation as in keras-3's.
     "tf-keras-tf-2.21": ("3.11", ["tensorflow-cpu==2.21.*", "tf-keras==2.21.*"],
-                         leaving(ACTIVATION)),
+                         leaving(ACTIVATION, CHECK_COMMAND)),
 }
 # The same on Python 2.7, in its own sessions: they need the virtualenv backend.
 # TensorFlow 1.15.0 is the last with 2.7 wheels; grpcio 1.39 the last such wheel.
@@ -212,9 +217,11 @@ def environments(table):
 
 
 def run_suite(session, requirements, env):
-    # Compiling every module of TensorFlow is over a third of an install's
-    # time; a test interpreter compiles the few it imports, once.
-    install(session, "--no-compile", *requirements)
+    # Bytecode compiled at install: with PYTHONDONTWRITEBYTECODE set (as on
+    # CI's machines) no interpreter stores what it compiles, so without it each
+    # one the tests start compiles TensorFlow's modules anew (import keras:
+    # 9.2 s, against 3.0 s compiled).
+    install(session, *requirements)
     session.run("pytest", *session.posargs, env=env)
 
 
