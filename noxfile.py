@@ -49,8 +49,9 @@ QUIET_TF = {"TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONWARNINGS": "ignore::DeprecationW
 # - Those marked `check_command` (how `check` treats files, options and
 #   input) do not depend on the backend or the patched targets: they run for
 #   each family at both ends of its releases and Python (keras 2.0.0 and
-#   2.2.4, tf.keras 1.4 and 1.14, Python 2.7) and in keras-3. Every session
-#   still runs `check` on its own release's model files (tests/test_check.py).
+#   2.2.4, whose targets 2.3.1 has; tf.keras 1.4 and 1.14; Python 2.7) and in
+#   keras-3. Every session still runs `check` on its own release's model
+#   files (tests/test_check.py).
 TF_KERAS_ELSEWHERE = "--ignore=tests/test_tf_keras.py"
 ACTIVATION, CHECK_COMMAND = "activation", "check_command"  # pytest markers
 
