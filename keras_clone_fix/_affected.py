@@ -64,6 +64,7 @@ NESTED_MASKED = "nested masked"  # a model fed masked tensors
 NESTED_OUTPUT_MASKS = "nested output masks"  # a model in a model, its outputs masked
 LAMBDA_MASK = "lambda mask"  # Lambda(fn, mask=...): its config has no mask
 FROZEN_NESTED = "frozen nested model"  # a model in a model, trainable = False
+SURPLUS_MASKS = "surplus masks"  # compute_mask gives more masks than the layer has outputs
 RULE_RISKS = {
     "CopyNodeArguments": (MASKED_CALL, SHARED_MODEL, NESTED_MASKED),
     "PropagatedMaskNotPassedBack": (MASKED_CALL, TENSOR_ARGUMENTS),
@@ -93,6 +94,11 @@ ROUTINE_CHECKS = {
 NESTED_MODEL_CHECKS = ("load", "clone", "clone_of_clone")
 
 
+def risks_of(rules, *others):
+    """The risks `rules` answer (RULE_RISKS), then `others`."""
+    return tuple(risk for rule in rules for risk in RULE_RISKS[rule]) + others
+
+
 class Target(object):
     """A patched function of a family's releases [first, past). A plain
     class: collections.namedtuple costs 0.3 ms a class on Python 3.6, in
@@ -104,8 +110,7 @@ class Target(object):
     def __init__(self, family, module, attribute, first, past, rules, why, risks=None):
         self.family, self.module, self.attribute = family, module, attribute
         self.first, self.past, self.rules, self.why = first, past, rules, why
-        self.risks = risks if risks is not None else tuple(
-            risk for rule in rules for risk in RULE_RISKS[rule])
+        self.risks = risks if risks is not None else risks_of(rules)
 
     def __repr__(self):
         return "Target({})".format(", ".join(repr(getattr(self, name)) for name in self.__slots__))
@@ -124,6 +129,9 @@ class Target(object):
 KEPT_IN_THE_CLONE = ("LambdaMaskKept", "TrainableKept")
 CLONE_RULES = ("CopyNodeArguments", "LayerCallPropagatesMasks", "RecordedOutputMasks",
                "MapTensorsInCallArguments", "ArgumentsInInputsPassedOnce") + KEPT_IN_THE_CLONE
+# keras's routine that calls a model on new tensors, 2.0.7 - 2.3.1. From 2.1.6
+# it raises for more masks than outputs: those rows meet SURPLUS_MASKS too.
+KERAS_NETWORK_RULES = ("CopyNodeArguments", "OneMaskPerOutput", "MapTensorsInCallArguments")
 # tf.keras before 1.9 kept one mask when compute_mask returned None for several outputs.
 NETWORK_RULES_BEFORE_1_9 = ("CopyNodeArguments", "OneMaskPerOutput", "MapTensorsInCallArguments",
                             "InputLayerPassesMask")
@@ -143,18 +151,22 @@ TARGETS = (
            "nodes; a masked tensor refused by the model's input layer. (Layer.__call__ before "
            "2.0.7 cannot build a multi-output layer with one mask, so OneMaskPerOutput has "
            "nothing to answer there.)"),
-    Target("keras", "keras.engine.topology", "Container.run_internal_graph", (2, 0, 7), (2, 2, 0),
-           ("CopyNodeArguments", "OneMaskPerOutput", "MapTensorsInCallArguments",
-            "InputLayerPassesMask"),
+    Target("keras", "keras.engine.topology", "Container.run_internal_graph", (2, 0, 7), (2, 1, 6),
+           KERAS_NETWORK_RULES + ("InputLayerPassesMask",),
            "calling a model on new tensors (nesting, multi_gpu_model, TimeDistributed)"),
+    Target("keras", "keras.engine.topology", "Container.run_internal_graph", (2, 1, 6), (2, 2, 0),
+           KERAS_NETWORK_RULES + ("InputLayerPassesMask",),
+           "the same; from 2.1.6 more masks than outputs raise (zip kept the first before)",
+           risks=risks_of(KERAS_NETWORK_RULES + ("InputLayerPassesMask",), SURPLUS_MASKS)),
     Target("keras", "keras.engine.network", "Network.run_internal_graph", (2, 2, 0), (2, 2, 3),
-           ("CopyNodeArguments", "OneMaskPerOutput", "MapTensorsInCallArguments",
-            "InputLayerPassesMask"),
+           KERAS_NETWORK_RULES + ("InputLayerPassesMask",),
            "calling a model on new tensors (nesting, multi_gpu_model, TimeDistributed); "
-           "2.2 moved Container to keras.engine.network.Network"),
+           "2.2 moved Container to keras.engine.network.Network",
+           risks=risks_of(KERAS_NETWORK_RULES + ("InputLayerPassesMask",), SURPLUS_MASKS)),
     Target("keras", "keras.engine.network", "Network.run_internal_graph", (2, 2, 3), (2, 4, 0),
-           ("CopyNodeArguments", "OneMaskPerOutput", "MapTensorsInCallArguments"),
-           "calling a model on new tensors; from 2.2.3 InputLayer supports masking itself"),
+           KERAS_NETWORK_RULES,
+           "calling a model on new tensors; from 2.2.3 InputLayer supports masking itself",
+           risks=risks_of(KERAS_NETWORK_RULES, SURPLUS_MASKS)),
     # tf.keras: the same routines, moved from module to module by TensorFlow.
     Target("tensorflow", "tensorflow.python.keras._impl.keras.models", "_clone_functional_model",
            (1, 4, 0), (1, 9, 0), CLONE_RULES,
@@ -170,11 +182,17 @@ TARGETS = (
            "passes an RNN's initial_state both as input and as argument (AssertionError); "
            "1.13 clones a seq2seq right (measured)"),
     Target("tensorflow", "tensorflow.python.keras.models", "_clone_functional_model",
-           (1, 13, 0), (1, 14, 0), KEPT_IN_THE_CLONE,
+           (1, 13, 0), (1, 14, 0),
+           ("MapTensorsInCallArguments", "ArgumentsInInputsPassedOnce") + KEPT_IN_THE_CLONE,
            "the clone routine of 1.13 makes each layer from its config, which has no Lambda "
            "mask and no trainable of a model: the clone's Lambda has no mask, and a frozen "
            "nested model is trainable (1.14 writes the mask into Lambda's config and sets "
-           "a model's trainable on its layers)"),
+           "a model's trainable on its layers); a tensor keyword argument (a custom layer's, "
+           "Bidirectional's initial_state) is passed back as it was"),
+    Target("tensorflow", "tensorflow.python.keras.models", "_clone_functional_model",
+           (1, 14, 0), (1, 15, 0), ("MapTensorsInCallArguments", "ArgumentsInInputsPassedOnce"),
+           "the clone routine of 1.14 (kwargs = node.arguments or {}) still passes a tensor "
+           "keyword argument back as it was, and Bidirectional's initial_state twice"),
     Target("tensorflow", "tensorflow.python.layers.base", "Network._run_internal_graph",
            (1, 4, 0), (1, 5, 0), NETWORK_RULES_BEFORE_1_9,
            "calling a tf.keras model on new tensors: the first call's mask pinned in the "
@@ -191,14 +209,20 @@ TARGETS = (
            ("CopyNodeArguments", "MapTensorsInCallArguments", "InputLayerPassesMask"),
            "the same routine, out of _impl in 1.9, which expands a None mask itself"),
     Target("tensorflow", "tensorflow.python.keras.engine.network", "Network._run_internal_graph",
-           (1, 11, 0), (1, 13, 0), ("CopyNodeArguments", "InputLayerPassesMask"),
+           (1, 11, 0), (1, 13, 0),
+           ("CopyNodeArguments", "MapTensorsInCallArguments", "InputLayerPassesMask"),
            "calling a tf.keras model on new tensors: each call's mask pinned in the "
-           "original's nodes, and a masked tensor refused by the model's input layer. "
-           "(From 1.11 a nested seq2seq computes from its new inputs, measured, so these "
-           "are all it needs.)"),
+           "original's nodes, a tensor keyword argument of a custom layer passed back as it "
+           "was, and a masked tensor refused by the model's input layer (an RNN's states "
+           "reach it as inputs from 1.11)"),
     Target("tensorflow", "tensorflow.python.keras.engine.network", "Network._run_internal_graph",
-           (1, 13, 0), (1, 15, 0), ("CopyNodeArguments",),
+           (1, 13, 0), (1, 14, 0), ("CopyNodeArguments", "MapTensorsInCallArguments"),
            "the same; from 1.13 InputLayer supports masking itself"),
+    Target("tensorflow", "tensorflow.python.keras.engine.network", "Network._run_internal_graph",
+           (1, 14, 0), (1, 15, 0),
+           ("CopyNodeArguments", "MapTensorsInCallArguments", "ArgumentsInInputsPassedOnce"),
+           "the same, rewritten in 1.14 to call each layer on all its node's inputs: "
+           "Bidirectional gets its initial_state twice"),
     Target("tensorflow", "tensorflow.python.keras.engine.base_layer", "Layer._set_mask_metadata",
            (1, 11, 0), (1, 14, 0), ("MaskAlreadyComputedKept",),
            "Layer.__call__'s mask bookkeeping: a model called on new tensors has its output "

@@ -26,8 +26,8 @@ import traceback
 
 from keras_clone_fix._affected import (
     FROZEN_NESTED, LAMBDA_MASK, MASKED_CALL, MULTI_OUTPUT_MASK, NESTED_MASKED, NESTED_OUTPUT_MASKS,
-    SHARED_MODEL, STATE_INPUTS, TENSOR_ARGUMENTS, api_version, endangered_checks, keras_version,
-    targets_for)
+    SHARED_MODEL, STATE_INPUTS, SURPLUS_MASKS, TENSOR_ARGUMENTS, api_version, endangered_checks,
+    keras_version, targets_for)
 from keras_clone_fix._runtime import is_lambda
 
 OK, WRONG, ERROR, UNAVAILABLE = "ok", "wrong", "error", "unavailable"
@@ -183,6 +183,13 @@ def model_risks(keras, model):
                 found.append((path, MULTI_OUTPUT_MASK, "a layer with {} outputs {}".format(
                     len(outputs), "carrying masks" if masked else "fed a mask"), nested))
                 break
+        # keras records every mask compute_mask gives; the first goes with a lone output.
+        surplus = [len(node_masks(node, "output")) for node in nodes
+                   if len(node_masks(node, "output")) > len(as_list(node.output_tensors))]
+        if surplus:
+            found.append((path, SURPLUS_MASKS, "a layer with more masks than outputs ({} "
+                          "for {})".format(surplus[0], len(as_list(nodes[0].output_tensors))),
+                          nested))
         if is_model(keras, layer):
             if masked_inputs:
                 found.append((path, NESTED_MASKED, "a nested model fed masked tensors", nested))

@@ -218,11 +218,14 @@ class RecordedOutputMasks(Rule):
 class OneMaskPerOutput(Rule):
     """`layer.compute_mask(...)` -> `one_mask_per_output(layer.compute_mask(...), output_tensors)`.
 
-    `run_internal_graph` calls `layer.call` directly, so it must expand a
-    single mask itself as `Layer.__call__` does. Up to 2.1.5 it kept one
-    mask and dropped the other outputs (`Could not compute output`); 2.1.6 -
-    2.3.1 expand None only and raise `Layers should have equal number of output
-    tensors and output masks` for one real mask.
+    `run_internal_graph` calls `layer.call` directly, so it must match the
+    masks to the outputs itself as `Layer.__call__` does. Up to 2.1.5 it
+    kept one mask and dropped the other outputs (`Could not compute
+    output`); 2.1.6 - 2.3.1 expand None only and raise `Layers should have
+    equal number of output tensors and output masks` for one real mask, and
+    for more masks than outputs (one output from several masked inputs,
+    where the default compute_mask returns the inputs' masks), which
+    `Layer.__call__` records as output i with mask i.
     """
 
     helpers = (one_mask_per_output,)
@@ -307,69 +310,119 @@ class MaskAlreadyComputedKept(Rule):
 
 
 def _takes_node_arguments(statement):
-    """`if node.arguments: kwargs = ...`, how every release starts a call's
-    keyword arguments."""
-    return (isinstance(statement, ast.If) and _is_attribute(statement.test, "node", "arguments")
-            and any(isinstance(line, ast.Assign) and _name(line.targets[0]) == "kwargs"
-                    for line in statement.body))
+    """How a release starts a call's keyword arguments from the node's:
+    `if node.arguments: kwargs = ...` (every release to tf.keras 1.13), or
+    `kwargs = node.arguments or {}` (tf.keras 1.14; `dict(...)` of it after
+    CopyNodeArguments)."""
+    if isinstance(statement, ast.If):
+        return _is_attribute(statement.test, "node", "arguments") and any(
+            isinstance(line, ast.Assign) and _name(line.targets[0]) == "kwargs"
+            for line in statement.body)
+    if not (isinstance(statement, ast.Assign) and _name(statement.targets[0]) == "kwargs"):
+        return False
+    value = statement.value
+    if isinstance(value, ast.Call) and _name(value.func) == "dict" and len(value.args) == 1:
+        value = value.args[0]
+    return (isinstance(value, ast.BoolOp) and isinstance(value.op, ast.Or)
+            and _is_attribute(value.values[0], "node", "arguments"))
 
 
 def _assign_kwargs(value):
     return ast.Assign(targets=[ast.Name(id="kwargs", ctx=ast.Store())], value=value)
 
 
-class MapTensorsInCallArguments(Rule):
-    """After `if node.arguments: kwargs = ...`, add
+class _AfterNodeArguments(Rule):
+    """Adds `kwargs = <self.after()>` after the statement that starts a
+    call's keyword arguments from the node's (_takes_node_arguments)."""
+
+    def after(self):
+        raise NotImplementedError
+
+    def _added_after(self, node):
+        if _takes_node_arguments(node):
+            return [node, _located(self.rewritten(_assign_kwargs(self.after())), node)]
+        return node
+
+    def visit_If(self, node):
+        self.generic_visit(node)
+        return self._added_after(node)
+
+    def visit_Assign(self, node):
+        return self._added_after(node)
+
+
+# The routines' map from the original's tensors to the new ones: tensor_dict
+# in tf.keras 1.14's run_internal_graph.
+_TENSOR_MAPS = ("tensor_map", "tensor_dict")
+
+
+def _tensor_map_key(function):
+    """(the routine's map of tensors, `lambda <name>: <key>`) from its `<key> in
+    <map>` tests, the same key in each up to the name of the tensor; None
+    where there is none, or where they disagree."""
+    keys = set()
+    for test in _nodes(function):
+        if (isinstance(test, ast.Compare) and len(test.ops) == 1
+                and isinstance(test.ops[0], ast.In) and _name(test.comparators[0]) in _TENSOR_MAPS):
+            names = [_name(name) for name in _nodes(test.left)
+                     if _name(name) not in (None, "str", "id")]
+            if len(names) != 1:
+                return None
+            key = ast.dump(test.left).replace("id='{}'".format(names[0]), "id='tensor'")
+            keys.add((_name(test.comparators[0]), key, names[0], test.left))
+    if len(set((mapping, key) for mapping, key, _, _ in keys)) != 1:
+        return None
+    mapping, _, name, left = sorted(keys, key=lambda found: found[2])[0]
+    key = _unlocated_copy(ast.parse("lambda {}: None".format(name), mode="eval").body)
+    key.body = _unlocated_copy(left)
+    return mapping, key
+
+
+class MapTensorsInCallArguments(_AfterNodeArguments):
+    """After the call's keyword arguments are taken from the node's, add
     `kwargs = tensors_mapped(kwargs, tensor_map, lambda x: <key>)`.
 
     Keyword arguments may hold Keras tensors of the model's own graph: RNN
     `initial_state` and `constants`, which `RNN.__call__` records in the
     node's arguments from 2.0.9 to 2.2.4 (2.2.5 pops them), or any layer
-    called with a tensor argument (every release). Every release passed
+    called with a tensor argument (every release; tf.keras 1.11 - 1.14's
+    routines, which handle an RNN's states as inputs, still passed a
+    custom layer's `attention_mask=w` back as it was). Every release passed
     them back as they were, so a clone or a model called on new tensors
     computed from the original graph (`You must feed a value for
     placeholder tensor`). Each is replaced by the tensor
-    the routine computed for it. The routines key `tensor_map` by the
-    tensor, by `id(x)` or by `str(id(x))` depending on the release: the key
-    is taken from the routine's own `if <key> in tensor_map:` test.
+    the routine computed for it. The routines key their map (`tensor_map`,
+    tf.keras 1.14's run_internal_graph `tensor_dict`) by the tensor, by
+    `id(x)` or by `str(id(x))` depending on the release: the key is taken
+    from the routine's own `<key> in tensor_map` tests.
     """
 
     helpers = (tensors_mapped,)
 
     def visit_FunctionDef(self, node):
-        keys = [test.left for test in _nodes(node)
-                if isinstance(test, ast.Compare) and len(test.ops) == 1
-                and isinstance(test.ops[0], ast.In)
-                and _name(test.comparators[0]) == "tensor_map"
-                and "x" in [_name(name) for name in _nodes(test.left)]]
-        if not keys or any(ast.dump(key) != ast.dump(keys[0]) for key in keys):
+        found = _tensor_map_key(node)
+        if found is None:
             return node  # no key, or keys that disagree: found stays 0
-        # A copy for each place it is inserted, located there.
-        self.key = _unlocated_copy(ast.parse("lambda x: None", mode="eval").body)
-        self.key.body = keys[0]
+        self.mapping, self.key = found
         return self.generic_visit(node)
 
-    def visit_If(self, node):
-        self.generic_visit(node)
-        if _takes_node_arguments(node):
-            mapped = _assign_kwargs(_call(_helper(tensors_mapped),
-                                          ast.Name(id="kwargs", ctx=ast.Load()),
-                                          ast.Name(id="tensor_map", ctx=ast.Load()),
-                                          _unlocated_copy(self.key)))
-            return [node, _located(self.rewritten(mapped), node)]
-        return node
+    def after(self):
+        # A copy of the key for each place it is inserted, located there.
+        return _call(_helper(tensors_mapped), ast.Name(id="kwargs", ctx=ast.Load()),
+                     ast.Name(id=self.mapping, ctx=ast.Load()), _unlocated_copy(self.key))
 
 
-class ArgumentsInInputsPassedOnce(Rule):
-    """After `if node.arguments: kwargs = ...`, add
+class ArgumentsInInputsPassedOnce(_AfterNodeArguments):
+    """After the call's keyword arguments are taken from the node's, add
     `kwargs = arguments_not_in_inputs(kwargs, node)`.
 
     From 2.0.9 to 2.2.4 `RNN.__call__` (and Bidirectional's from 2.1.3) makes
     `initial_state` and `constants` node inputs and records them in the
-    node's arguments as well. The clone routine calls the new layer on all
-    the node's input tensors and passed the arguments again, and the
-    layer refuses them (`assert initial_state is None and constants is
-    None` in recurrent.py's `_standardize_args`); 2.2.5 stopped recording
+    node's arguments as well; so does tf.keras's Bidirectional to 1.14. The
+    clone routine (and tf.keras 1.14's run_internal_graph) calls the new
+    layer on all the node's input tensors and passed the arguments again,
+    and the layer refuses them (`assert initial_state is None and constants
+    is None` in recurrent.py's `_standardize_args`); 2.2.5 stopped recording
     them, and the rule then finds nothing to drop. An argument whose tensors
     are all node inputs reaches the layer once, as inputs, the way the
     release's own layer takes them apart again.
@@ -377,14 +430,10 @@ class ArgumentsInInputsPassedOnce(Rule):
 
     helpers = (arguments_not_in_inputs,)
 
-    def visit_If(self, node):
-        self.generic_visit(node)
-        if _takes_node_arguments(node):
-            kept = _assign_kwargs(_call(_helper(arguments_not_in_inputs),
-                                        ast.Name(id="kwargs", ctx=ast.Load()),
-                                        ast.Name(id="node", ctx=ast.Load())))
-            return [node, _located(self.rewritten(kept), node)]
-        return node
+    def after(self):
+        return _call(_helper(arguments_not_in_inputs), ast.Name(id="kwargs", ctx=ast.Load()),
+                     ast.Name(id="node", ctx=ast.Load()))
+
 
 class _KeptInTheClone(Rule):
     """`new_layer = <... .from_config(...) ...>` -> `new_layer = <helper>(layer, <the same>)`:
@@ -535,6 +584,11 @@ def factory_code(original, rule_names):
     definition = _function_def(original)
     _check_source_is_running_code(definition, original)
     definition, helpers = apply_rules(definition, rule_names)
+    # The twin takes the original's defaults; evaluated here they would need
+    # the module's names (tf.keras 1.14: `layer_fn=_clone_layer`).
+    arguments = definition.args
+    arguments.defaults = [_located(ast.parse("None", mode="eval").body, default)
+                          for default in arguments.defaults]
     # Nest the def in a factory so the helpers arrive as closure variables:
     # the function's module gains no name of ours.
     names = [_HELPER_PREFIX + helper.__name__ for helper in helpers]

@@ -10,10 +10,15 @@ class UnsupportedFunction(Exception):
 
 
 def one_mask_per_output(mask, output_tensors):
-    """`Layer.__call__`'s rule (Keras 2.0.7 - 2.3.1): a mask that is not a
-    list or tuple is repeated once per output; lists and tuples are kept."""
-    if not isinstance(mask, (list, tuple)) and len(output_tensors) > 1:
-        return [mask] * len(output_tensors)
+    """The masks `Layer.__call__` records for the outputs (Keras 2.0.7 -
+    2.3.1): a mask that is not a list or tuple is repeated once per output;
+    of a list of more masks than outputs, output i has mask i (a layer of
+    one output on several masked inputs: the first); other lists and
+    tuples are kept."""
+    if not isinstance(mask, (list, tuple)):
+        return [mask] * len(output_tensors) if len(output_tensors) > 1 else mask
+    if isinstance(mask, list) and len(mask) > len(output_tensors):
+        return mask[:len(output_tensors)]
     return mask
 
 
@@ -109,7 +114,7 @@ def arguments_not_in_inputs(kwargs, node):
     """`kwargs` without the arguments whose tensors, as `node` recorded
     them, are all among the node's input tensors: those reach the layer as
     inputs already."""
-    inputs = [id(tensor) for tensor in node.input_tensors]
+    inputs = [id(tensor) for tensor in _tensors_in(node.input_tensors)]  # tf.keras 1.14: nested
     recorded = node.arguments or {}
     kept = {}
     for name, value in kwargs.items():

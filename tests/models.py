@@ -58,7 +58,10 @@ class SplitOutputs(keras.layers.Layer):
     "none": no masking, Layer's default (None);
     "pass": supports_masking with Layer's default, one mask for all outputs
             (a layer with several inputs passes its first input's mask);
-    "list": an explicit list, the incoming mask for the first output, None after.
+    "list": an explicit list, the incoming mask for the first output, None after;
+    "inputs": supports_masking with Layer's default, the masks as they come:
+            for several inputs their list, output i taking mask i (a lone
+            output the first, as bert4keras's conditional LayerNormalization).
     """
 
     def __init__(self, count=2, mask_rule="pass", **kwargs):

@@ -2,7 +2,7 @@
 
 Each model is a DAG over (batch, STEPS, 3) tensors: Embedding inputs with
 and without mask_zero, SplitOutputs layers with 1 - 4 outputs and every mask
-rule, Dense layers (some called with a keyword argument), merges, shared
+rule (fewer outputs than the masks of their inputs too), Dense layers (some called with a keyword argument), merges, shared
 layers, nested models (on masked tensors too, where Keras can build
 that), LSTMs started with the states of an encoder LSTM from another branch
 (initial_state) and RNNs whose cell takes an encoder state as a constant,
@@ -128,17 +128,27 @@ class RandomModel(object):
         first_masked = inputs[0].masked or (rule == "merge" and any(t.masked for t in inputs))
         for index, (output, flat) in enumerate(zip(outputs, flats)):
             masked = first_masked and rule != "none" and not (rule == "list" and index > 0)
+            if rule == "inputs" and len(inputs) > 1:  # output i takes input i's mask
+                masked = inputs[index].masked
             self.open.append(Tensor(output, masked, flat))
         if len(outputs) > 1:
             self.features.add("{} outputs".format(len(outputs)))
-            if (rule == "pass" and MASKING_BROKEN) or (rule == "none" and LAMBDA_BROKEN):
+            # One mask (not a list) for every output: "pass", and "inputs" on one input.
+            one_mask = rule == "pass" or (rule == "inputs" and len(inputs) == 1)
+            if (one_mask and MASKING_BROKEN) or (rule == "none" and LAMBDA_BROKEN):
                 self.upstream_errors.add(OUTPUT_LOST)
 
     def _split(self):
-        rule = self.random.choice(["none", "pass", "list"])
-        inputs = self._take(self.random.randint(1, 2), masked=False if rule == "none" else None)
-        layer = SplitOutputs(self.random.randint(1, MAX_OUTPUTS), mask_rule=rule)
+        rule = self.random.choice(["none", "pass", "list", "inputs"])
+        most = 2 if rule == "inputs" else self.random.randint(1, 2)  # "inputs": masks to spare
+        inputs = self._take(most, masked=False if rule == "none" else None)
+        # A list of masks longer than the outputs is taken in order; a
+        # shorter one leaves an output without a mask (IndexError in Keras).
+        most = len(inputs) if rule == "inputs" and len(inputs) > 1 else MAX_OUTPUTS
+        layer = SplitOutputs(self.random.randint(1, most), mask_rule=rule)
         self.features.add("mask rule " + rule)
+        if rule == "inputs" and layer.count < len(inputs):
+            self.features.add("more masks than outputs")
         self._call(layer, inputs, rule)
         self.layers.append((layer, rule))
 

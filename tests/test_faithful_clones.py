@@ -6,6 +6,11 @@
 - A frozen nested model: a model's `get_config` has no `trainable` there,
   so the clone's copy was trainable and training the clone trained it
   (keras-team/keras#11022; TrainableKept).
+- A layer of one output on two masked inputs, whose default compute_mask
+  gives both masks: `Layer.__call__` gives the output the first, and
+  calling the model on new tensors raised `Layers should have equal number
+  of output tensors and output masks` on keras 2.1.6 - 2.3.1 (bert4keras#116;
+  OneMaskPerOutput).
 
 Runs on each family installed here at a release with clone_model: keras
 2.0.7 - 2.3.1 and tf.keras of TensorFlow 1.4 - 1.14, patched and unpatched
@@ -19,13 +24,14 @@ import pytest
 
 from conftest import expect_upstream_failure, installed, version_of
 from keras_clone_fix import _activation
+from keras_clone_fix._affected import FROZEN_NESTED, LAMBDA_MASK, SURPLUS_MASKS
 
 import keras_clone_fix
 
 
 def _families():
-    """(id, keras module, the bugs its release has, whether it is patched)
-    of each family installed here at a release these tests run on."""
+    """(id, keras module, the bugs of these its release has, whether it is
+    patched) of each family installed here at a release these tests run on."""
     found = []
     if installed("keras"):
         keras = importlib.import_module("keras")
@@ -33,7 +39,8 @@ def _families():
         # Not on Theano: it compiles each LSTM model for minutes (as in
         # test_model_boundary); the rules are the same there.
         if (2, 0, 7) <= version < (2, 4, 0) and keras.backend.backend() != "theano":
-            found.append(("keras " + keras.__version__, keras, True, True))
+            found.append(("keras " + keras.__version__, keras, {LAMBDA_MASK, FROZEN_NESTED} | (
+                {SURPLUS_MASKS} if version >= (2, 1, 6) else set()), True))
     if installed("tensorflow"):
         tensorflow = importlib.import_module("tensorflow")
         version = version_of(tensorflow)[:2]
@@ -41,10 +48,10 @@ def _families():
             # 1.14 writes a Lambda's mask into its config and sets a model's
             # trainable on the layers inside: not patched for these, correct.
             found.append(("tf.keras " + tensorflow.__version__, tensorflow.keras,
-                          version < (1, 14), True))
+                          {LAMBDA_MASK, FROZEN_NESTED} if version < (1, 14) else set(), True))
     if installed("tf_keras"):
         tf_keras = importlib.import_module("tf_keras")
-        found.append(("tf_keras " + tf_keras.__version__, tf_keras, False, False))
+        found.append(("tf_keras " + tf_keras.__version__, tf_keras, set(), False))
     return found
 
 
@@ -64,23 +71,23 @@ MODES = [(family, mode) for family in FAMILIES
 
 @pytest.fixture(params=MODES, ids=["{} {}".format(family[0], mode) for family, mode in MODES])
 def family(request):
-    """(keras module, whether the release has the bugs, mode): the fix on,
-    then off, where the release is patched; off only on the reference."""
-    (_, keras, broken, _), mode = request.param
+    """(keras module, the bugs its release has, mode): the fix on, then
+    off, where the release is patched; off only on the reference."""
+    (_, keras, bugs, _), mode = request.param
     with _activation.restoring():
         if mode == "patched":
             assert keras_clone_fix.patch().patched
         else:
             assert not keras_clone_fix.unpatch().patched
-        yield keras, broken, mode
+        yield keras, bugs, mode
     if hasattr(keras.backend, "clear_session"):
         keras.backend.clear_session()
 
 
-def expect(request, family, why):
-    keras, broken, mode = family
-    expect_upstream_failure(request, mode, broken,
-                            "{} on {}".format(why, _check.release_name(keras)))
+def expect(request, family, bug, why, raises=AssertionError):
+    keras, bugs, mode = family
+    expect_upstream_failure(request, mode, bug in bugs,
+                            "{} on {}".format(why, _check.release_name(keras)), raises)
 
 
 def padded(seed):
@@ -116,10 +123,38 @@ def frozen_nested_model(keras):
     return keras.models.Model(j, L.Dense(1)(base(j)))
 
 
+def conditioned_on_two_masked_inputs(keras):
+    """Two Embedding(mask_zero) -> one output from both (supports_masking,
+    the default compute_mask) -> LSTM."""
+    L = keras.layers
+
+    class Conditioned(L.Layer):
+        def __init__(self, **kwargs):
+            super(Conditioned, self).__init__(**kwargs)
+            self.supports_masking = True
+
+        def call(self, inputs):
+            return inputs[0] + inputs[1]
+
+        def compute_output_shape(self, input_shape):
+            return input_shape[0]
+
+    tokens = [L.Input(shape=(STEPS,), dtype="int32") for _ in range(2)]
+    conditioned = Conditioned(name="conditioned")(
+        [L.Embedding(VOCABULARY, 3, mask_zero=True)(each) for each in tokens])
+    return keras.models.Model(tokens, L.LSTM(2)(conditioned))
+
+
+def two_paddings():
+    """Inputs for conditioned_on_two_masked_inputs: padded differently, so
+    that the second mask gives other predictions than the first."""
+    return [padded(0), padded(1)[::-1]]
+
+
 def test_lambda_mask_is_kept_in_the_clone(request, family):
     """Embedding(mask_zero) -> Lambda(fn, mask=pass it on) -> LSTM: the
     clone's LSTM must skip the padding as the model's does."""
-    expect(request, family, "the clone's Lambda has no mask")
+    expect(request, family, LAMBDA_MASK, "the clone's Lambda has no mask")
     keras = family[0]
     model = lambda_with_a_mask(keras)
     data = padded(0)
@@ -130,7 +165,7 @@ def test_lambda_mask_is_kept_in_the_clone(request, family):
 def test_frozen_nested_model_stays_frozen_in_the_clone(request, family):
     """`base.trainable = False; Model(j, Dense(1)(base(j)))`: the clone has
     the model's 2 trainable weights, and training it leaves the base as it was."""
-    expect(request, family, "the clone's nested model is trainable")
+    expect(request, family, FROZEN_NESTED, "the clone's nested model is trainable")
     keras = family[0]
     model = frozen_nested_model(keras)
     clone = cloned(keras, model)
@@ -145,22 +180,43 @@ def test_frozen_nested_model_stays_frozen_in_the_clone(request, family):
         numpy.testing.assert_array_equal(after, was)
 
 
-@pytest.mark.parametrize("build, path, what, wrong", [
-    (lambda_with_a_mask, "doubled", "a Lambda with a mask (its config has none)",
-     "largest absolute difference"),
-    (frozen_nested_model, "base", "a frozen nested model (trainable = False)",
-     "4 trainable weights instead of 2"),
-], ids=["lambda mask", "frozen nested model"])
-def test_check_names_the_risk_and_its_clone_check_sees_it(family, build, path, what, wrong):
+def test_one_output_from_several_masked_inputs(request, family):
+    """The model called on new tensors, and its clone, give the layer's
+    output the first mask, as the model's own call did."""
+    expect(request, family, SURPLUS_MASKS, "more masks than outputs raise", raises=Exception)
+    keras = family[0]
+    model = conditioned_on_two_masked_inputs(keras)
+    data = two_paddings()
+    tokens = [keras.layers.Input(shape=(STEPS,), dtype="int32") for _ in range(2)]
+    nested = keras.models.Model(tokens, model(tokens))
+    for rebuilt in (nested, cloned(keras, model)):
+        numpy.testing.assert_allclose(rebuilt.predict(data), model.predict(data),
+                                      rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("build, path, bug, what, check, wrong", [
+    (lambda_with_a_mask, "doubled", LAMBDA_MASK, "a Lambda with a mask (its config has none)",
+     "clone", "wrong: largest absolute difference"),
+    (frozen_nested_model, "base", FROZEN_NESTED, "a frozen nested model (trainable = False)",
+     "clone", "wrong: 4 trainable weights instead of 2"),
+    (conditioned_on_two_masked_inputs, "conditioned", SURPLUS_MASKS,
+     "a layer with more masks than outputs (2 for 1)", "nested",
+     "error: Exception: Layers should have equal number of output tensors and output masks"),
+], ids=["lambda mask", "frozen nested model", "more masks than outputs"])
+def test_check_names_the_risk_and_its_check_sees_it(family, build, path, bug, what, check, wrong):
     """`check`'s engine, in this interpreter: the layer is named at risk where
-    the release has the bug, and the clone check fails unpatched only there."""
-    keras, broken, mode = family
+    the release has the bug, and the check fails unpatched only there."""
+    keras, bugs, mode = family
     model = build(keras)
-    named = [(at, found) for at, found, checks in _check.risks(keras, model) if "clone" in checks]
-    assert ((path, what) in named) is broken
+    named = [(at, found) for at, found, checks in _check.risks(keras, model) if check in checks]
+    assert ((path, what) in named) is (bug in bugs)
     inputs = _check.make_inputs(keras, model, BATCH, STEPS, seed=0)
-    got = _check.Checks(keras, model, inputs, inputs).check_clone()
-    if broken and mode == "unpatched":
-        assert got["result"] == _check.WRONG and got["detail"].startswith(wrong), got
+    other = _check.make_inputs(keras, model, BATCH, STEPS, seed=1, reverse=True)
+    try:
+        got = getattr(_check.Checks(keras, model, inputs, other), "check_" + check)()
+    except Exception as error:  # as Checks.run reports it
+        got = _check.error_result(error)
+    if bug in bugs and mode == "unpatched":
+        assert "{result}: {detail}".format(**got).startswith(wrong), got
     else:
         assert got == _check.result(_check.OK), got

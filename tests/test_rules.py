@@ -28,7 +28,10 @@ def has_arg(function, name):
     ("m", 3, ["m", "m", "m"]),
     (None, 2, [None, None]),
     (["a", None], 2, ["a", None]),
-    (["a", "b", "c"], 2, ["a", "b", "c"]),  # longer: zip ignores the rest, as Keras does
+    # More masks than outputs: output i has mask i, as Layer.__call__ records
+    # them (run_internal_graph of 2.1.6 - 2.3.1 raised; zip dropped the rest before).
+    (["a", "b", "c"], 2, ["a", "b"]),
+    (["a", "b"], 1, ["a"]),
     (("a", "b"), 2, ("a", "b")),            # tuples: kept, the release's to_list decides
     ("m", 1, "m"),
     (None, 1, None),
@@ -214,6 +217,47 @@ def test_arguments_in_inputs_passed_once():
     fixed = build_fixed(step_with_arguments, ["ArgumentsInInputsPassedOnce",
                                               "MapTensorsInCallArguments"])
     assert fixed(node, called_with, tensor_map) == ([1, 2], {"other": other, "training": True})
+
+
+def step_like_tf_keras_1_14(node, layer, tensor_dict):
+    """run_internal_graph of tf.keras 1.14: kwargs from `node.arguments or
+    {}`, the map named tensor_dict, the tensor named otherwise in each test."""
+    if all(str(id(tensor)) in tensor_dict for tensor in node.input_tensors):
+        computed_tensors = [tensor_dict[str(id(t))] for t in node.input_tensors]
+        kwargs = node.arguments or {}
+        return layer(computed_tensors, **kwargs)
+    return [x for x in node.output_tensors if not str(id(x)) in tensor_dict]  # noqa: E713
+
+
+def test_map_tensors_and_pass_them_once_in_the_form_of_tf_keras_1_14():
+    old_input, old_state, other = Tensor(), Tensor(), Tensor()
+    tensor_dict = {str(id(old_input)): 1, str(id(old_state)): 2, str(id(other)): 3}
+    node = Node({"initial_state": [old_state], "attention_mask": other, "training": True})
+    node.input_tensors = [old_input, old_state]
+    fixed = build_fixed(step_like_tf_keras_1_14, ["CopyNodeArguments", "MapTensorsInCallArguments",
+                                                  "ArgumentsInInputsPassedOnce"])
+    assert fixed(node, called_with, tensor_dict) == ([1, 2], {"attention_mask": 3,
+                                                              "training": True})
+    assert node.arguments["attention_mask"] is other
+
+
+def _layer_of_the_module(node):
+    return node.layer
+
+
+def step_with_a_default_of_the_module(node, layer_fn=_layer_of_the_module):
+    """A default that names a function of its module, as tf.keras 1.14's
+    `_clone_functional_model(..., layer_fn=_clone_layer)`."""
+    kwargs = node.arguments or {}
+    return layer_fn(node), kwargs
+
+
+def test_the_twin_takes_the_originals_defaults():
+    node = Node({"training": True})
+    node.layer = "layer"
+    fixed = build_fixed(step_with_a_default_of_the_module, ["CopyNodeArguments"])
+    assert fixed.__defaults__ == (_layer_of_the_module,)
+    assert fixed(node) == ("layer", {"training": True})
 
 
 def no_key_test(node, layer, tensor_map):

@@ -37,7 +37,17 @@ BROKEN = {
     "seq2seq nested": (1, 5) <= TF < (1, 11),
     "seq2seq cloned": (1, 5) <= TF < (1, 13),
     "masked clone cloned": TF < (1, 10),
+    # Measured on 1.4, 1.5, 1.10, 1.12, 1.13, 1.14 (and right on 1.15).
+    "tensor keyword nested": TF < (1, 15),
+    "tensor keyword cloned": TF < (1, 15),
+    # 1.11 - 1.13 call each layer's `call` on the states as inputs; 1.14
+    # calls the layer on them and passes initial_state again.
+    "bidirectional seq2seq nested": (1, 10) <= TF < (1, 11) or TF == (1, 14),
+    "bidirectional seq2seq cloned": (1, 10) <= TF < (1, 15),
 }
+# Bidirectional with initial_state: TensorFlow 1.4 and 1.5 cannot build it,
+# fix or no fix ('list' object has no attribute 'get_shape'); 1.6 - 1.9 not measured.
+BIDIRECTIONAL_STATES = TF >= (1, 10)
 # The tensors of the original graph passed back: TensorFlow refuses to run.
 FAILURES = (AssertionError, tensorflow.errors.InvalidArgumentError)
 STEPS = 6
@@ -115,6 +125,37 @@ def sequences():
     return [random.rand(2, STEPS, 3), random.rand(2, STEPS, 3)]
 
 
+class Attend(keras.layers.Layer):
+    """A custom layer called with a tensor keyword argument."""
+
+    def call(self, inputs, attention_mask=None):
+        return inputs * attention_mask
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+
+def attending():
+    """`Attend()(x, attention_mask=w)`, `w` an input of the model."""
+    x, w = keras.layers.Input(shape=(3,)), keras.layers.Input(shape=(3,))
+    return keras.models.Model([x, w], Attend()(x, attention_mask=w))
+
+
+def bidirectional_seq2seq():
+    """The four states of a Bidirectional encoder are its decoder's initial_state."""
+    source, target = keras.layers.Input(shape=(STEPS, 3)), keras.layers.Input(shape=(STEPS, 3))
+    states = keras.layers.Bidirectional(keras.layers.LSTM(4, return_state=True))(source)[1:]
+    decoder = keras.layers.Bidirectional(keras.layers.LSTM(4, return_sequences=True))
+    return keras.models.Model([source, target], decoder(target, initial_state=states))
+
+
+def nested(model):
+    """`model` called on new inputs, in a new model."""
+    inputs = [keras.layers.Input(shape=tuple(int(size) for size in tensor.shape[1:]))
+              for tensor in model.inputs]
+    return keras.models.Model(inputs, model(inputs))
+
+
 def test_shared_masked_model_called_twice_uses_each_calls_own_mask(request, clone_mode):
     """The two sides of a siamese network: unpatched, the second call used
     the first call's mask, silently."""
@@ -188,6 +229,33 @@ def test_masked_clone_cloned_again(request, clone_mode):
     data = padded_tokens(3)
     assert_same_predictions([clone.predict(data), clone_model(clone).predict(data)],
                             [encoder.predict(data)] * 2)
+
+
+REBUILT = pytest.mark.parametrize("rebuilt, how", [(nested, "nested"), (clone_model, "cloned")],
+                                  ids=["nested", "cloned"])
+
+
+@REBUILT
+def test_tensor_keyword_argument(request, clone_mode, rebuilt, how):
+    """The new call computes from its own `w`; unpatched it passes the
+    original's: You must feed a value for placeholder tensor."""
+    expect(request, clone_mode, "tensor keyword " + how)
+    model = attending()
+    random = numpy.random.RandomState(4)
+    data = [random.rand(2, 3), random.rand(2, 3)]
+    assert_same_predictions(rebuilt(model).predict(data), model.predict(data))
+
+
+@pytest.mark.skipif(not BIDIRECTIONAL_STATES, reason="TensorFlow " + tensorflow.__version__ +
+                    " cannot build Bidirectional with initial_state, fix or no fix")
+@REBUILT
+def test_bidirectional_seq2seq(request, clone_mode, rebuilt, how):
+    """Unpatched: an AssertionError in the RNN's _standardize_args (the
+    states given as inputs and as initial_state), or the original's states."""
+    expect(request, clone_mode, "bidirectional seq2seq " + how)
+    model = bidirectional_seq2seq()
+    data = sequences()
+    assert_same_predictions(rebuilt(model).predict(data), model.predict(data))
 
 
 def test_status_names_what_is_patched_in_both_families(restore_fix_state):
