@@ -2,7 +2,8 @@
 
 Each model is a DAG over (batch, STEPS, 3) tensors: Embedding inputs with
 and without mask_zero, SplitOutputs layers with 1 - 4 outputs and every mask
-rule (fewer outputs than the masks of their inputs too), Dense layers (some called with a keyword argument), merges, shared
+rule (fewer outputs than the masks of their inputs too), Dense layers (some
+called with a keyword argument), merges, shared
 layers, nested models (on masked tensors too, where Keras can build
 that), LSTMs started with the states of an encoder LSTM from another branch
 (initial_state) and RNNs whose cell takes an encoder state as a constant,

@@ -13,6 +13,7 @@ import pytest
 import keras_clone_fix
 from conftest import (
     expect_upstream_failure, installed, run_pytest, run_python, run_python_once)
+from keras_clone_fix import _check
 from keras_clone_fix._affected import target_name, targets_for
 
 if not installed("tensorflow"):
@@ -241,6 +242,9 @@ def test_tensor_keyword_argument(request, clone_mode, rebuilt, how):
     original's: You must feed a value for placeholder tensor."""
     expect(request, clone_mode, "tensor keyword " + how)
     model = attending()
+    # check's engine names it (the calling routine and the clone's are patched for it).
+    assert [(what, checks) for _, what, checks in _check.risks(keras, model)] == [
+        ("called with tensor arguments: attention_mask", list(_check.CHECKS[1:]))] * PATCHED_HERE
     random = numpy.random.RandomState(4)
     data = [random.rand(2, 3), random.rand(2, 3)]
     assert_same_predictions(rebuilt(model).predict(data), model.predict(data))
