@@ -218,10 +218,10 @@ def environments(table):
 
 
 def run_suite(session, requirements, env):
-    # Bytecode compiled at install: with PYTHONDONTWRITEBYTECODE set (as on
-    # CI's machines) no interpreter stores what it compiles, so without it each
-    # one the tests start compiles TensorFlow's modules anew (import keras:
-    # 9.2 s, against 3.0 s compiled).
+    # Bytecode compiled at install: with PYTHONDONTWRITEBYTECODE set (as it is
+    # on this project's machines) no interpreter stores what it compiles, so
+    # each one the tests start compiled TensorFlow's modules anew (import
+    # keras: 9.2 s, against 3.0 s compiled).
     install(session, *requirements)
     session.run("pytest", *session.posargs, env=env)
 

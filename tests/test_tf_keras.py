@@ -240,6 +240,9 @@ REBUILT = pytest.mark.parametrize("rebuilt, how", [(nested, "nested"), (clone_mo
 def test_tensor_keyword_argument(request, clone_mode, rebuilt, how):
     """The new call computes from its own `w`; unpatched it passes the
     original's: You must feed a value for placeholder tensor."""
+    if how == "cloned" and not PATCHED_HERE:
+        pytest.skip("TensorFlow 1.15's clone_model refuses a model input that reaches a layer "
+                    "as a keyword only (Graph disconnected); 1.15 is not patched")
     expect(request, clone_mode, "tensor keyword " + how)
     model = attending()
     # check's engine names it (the calling routine and the clone's are patched for it).
