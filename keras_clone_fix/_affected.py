@@ -53,8 +53,8 @@ FAMILIES = tuple(sorted(RELEASES))
 
 # What a release's rebuild routines get wrong, as what a model has that meets
 # it: the risks _check finds in a model. Each rule answers the risks it is
-# named for here; a target meets the risks of its rules, and a target row may
-# declare others (risks=...). A new rule or row adds its risks here, nowhere else.
+# named for here; a target meets the risks of its rules, and those its row
+# declares besides (more_risks=...). A new rule or row adds its risks here, nowhere else.
 MASKED_CALL = "masked call"  # a layer called on a masked tensor: its mask recorded
 MULTI_OUTPUT_MASK = "multi-output mask"  # several outputs, one mask between them
 TENSOR_ARGUMENTS = "tensor arguments"  # tensors of the original graph among call arguments
@@ -94,23 +94,19 @@ ROUTINE_CHECKS = {
 NESTED_MODEL_CHECKS = ("load", "clone", "clone_of_clone")
 
 
-def risks_of(rules, *others):
-    """The risks `rules` answer (RULE_RISKS), then `others`."""
-    return tuple(risk for rule in rules for risk in RULE_RISKS[rule]) + others
-
-
 class Target(object):
     """A patched function of a family's releases [first, past). A plain
     class: collections.namedtuple costs 0.3 ms a class on Python 3.6, in
     every patch(). `risks`: what in a model its release's routine gets
-    wrong; by default, what its rules answer (RULE_RISKS)."""
+    wrong: what its rules answer (RULE_RISKS), and `more_risks` that its
+    rules answer only on some releases."""
 
     __slots__ = ("family", "module", "attribute", "first", "past", "rules", "why", "risks")
 
-    def __init__(self, family, module, attribute, first, past, rules, why, risks=None):
+    def __init__(self, family, module, attribute, first, past, rules, why, more_risks=()):
         self.family, self.module, self.attribute = family, module, attribute
         self.first, self.past, self.rules, self.why = first, past, rules, why
-        self.risks = risks if risks is not None else risks_of(rules)
+        self.risks = tuple(risk for rule in rules for risk in RULE_RISKS[rule]) + more_risks
 
     def __repr__(self):
         return "Target({})".format(", ".join(repr(getattr(self, name)) for name in self.__slots__))
@@ -157,16 +153,15 @@ TARGETS = (
     Target("keras", "keras.engine.topology", "Container.run_internal_graph", (2, 1, 6), (2, 2, 0),
            KERAS_NETWORK_RULES + ("InputLayerPassesMask",),
            "the same; from 2.1.6 more masks than outputs raise (zip kept the first before)",
-           risks=risks_of(KERAS_NETWORK_RULES + ("InputLayerPassesMask",), SURPLUS_MASKS)),
+           more_risks=(SURPLUS_MASKS,)),
     Target("keras", "keras.engine.network", "Network.run_internal_graph", (2, 2, 0), (2, 2, 3),
            KERAS_NETWORK_RULES + ("InputLayerPassesMask",),
            "calling a model on new tensors (nesting, multi_gpu_model, TimeDistributed); "
-           "2.2 moved Container to keras.engine.network.Network",
-           risks=risks_of(KERAS_NETWORK_RULES + ("InputLayerPassesMask",), SURPLUS_MASKS)),
+           "2.2 moved Container to keras.engine.network.Network", more_risks=(SURPLUS_MASKS,)),
     Target("keras", "keras.engine.network", "Network.run_internal_graph", (2, 2, 3), (2, 4, 0),
            KERAS_NETWORK_RULES,
            "calling a model on new tensors; from 2.2.3 InputLayer supports masking itself",
-           risks=risks_of(KERAS_NETWORK_RULES, SURPLUS_MASKS)),
+           more_risks=(SURPLUS_MASKS,)),
     # tf.keras: the same routines, moved from module to module by TensorFlow.
     Target("tensorflow", "tensorflow.python.keras._impl.keras.models", "_clone_functional_model",
            (1, 4, 0), (1, 9, 0), CLONE_RULES,

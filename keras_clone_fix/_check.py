@@ -184,12 +184,12 @@ def model_risks(keras, model):
                     len(outputs), "carrying masks" if masked else "fed a mask"), nested))
                 break
         # keras records every mask compute_mask gives; the first goes with a lone output.
-        surplus = [len(node_masks(node, "output")) for node in nodes
-                   if len(node_masks(node, "output")) > len(as_list(node.output_tensors))]
-        if surplus:
-            found.append((path, SURPLUS_MASKS, "a layer with more masks than outputs ({} "
-                          "for {})".format(surplus[0], len(as_list(nodes[0].output_tensors))),
-                          nested))
+        for node in nodes:
+            masks, outputs = node_masks(node, "output"), as_list(node.output_tensors)
+            if len(masks) > len(outputs):
+                found.append((path, SURPLUS_MASKS, "a layer with more masks than outputs ({} "
+                              "for {})".format(len(masks), len(outputs)), nested))
+                break
         if is_model(keras, layer):
             if masked_inputs:
                 found.append((path, NESTED_MASKED, "a nested model fed masked tensors", nested))

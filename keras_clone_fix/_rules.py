@@ -360,7 +360,7 @@ def _tensor_map_key(function):
     """(the routine's map of tensors, `lambda <name>: <key>`) from its `<key> in
     <map>` tests, the same key in each up to the name of the tensor; None
     where there is none, or where they disagree."""
-    keys = set()
+    found = []  # (map, the key with its tensor renamed, the tensor's name, the key)
     for test in _nodes(function):
         if (isinstance(test, ast.Compare) and len(test.ops) == 1
                 and isinstance(test.ops[0], ast.In) and _name(test.comparators[0]) in _TENSOR_MAPS):
@@ -368,11 +368,11 @@ def _tensor_map_key(function):
                      if _name(name) not in (None, "str", "id")]
             if len(names) != 1:
                 return None
-            key = ast.dump(test.left).replace("id='{}'".format(names[0]), "id='tensor'")
-            keys.add((_name(test.comparators[0]), key, names[0], test.left))
-    if len(set((mapping, key) for mapping, key, _, _ in keys)) != 1:
+            shape = ast.dump(test.left).replace("id='{}'".format(names[0]), "id='tensor'")
+            found.append((_name(test.comparators[0]), shape, names[0], test.left))
+    if len(set((mapping, shape) for mapping, shape, _, _ in found)) != 1:
         return None
-    mapping, _, name, left = sorted(keys, key=lambda found: found[2])[0]
+    mapping, _, name, left = found[0]
     key = _unlocated_copy(ast.parse("lambda {}: None".format(name), mode="eval").body)
     key.body = _unlocated_copy(left)
     return mapping, key

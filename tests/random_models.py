@@ -141,12 +141,12 @@ class RandomModel(object):
 
     def _split(self):
         rule = self.random.choice(["none", "pass", "list", "inputs"])
-        most = 2 if rule == "inputs" else self.random.randint(1, 2)  # "inputs": masks to spare
-        inputs = self._take(most, masked=False if rule == "none" else None)
+        taken = 2 if rule == "inputs" else self.random.randint(1, 2)  # "inputs": masks to spare
+        inputs = self._take(taken, masked=False if rule == "none" else None)
         # A list of masks longer than the outputs is taken in order; a
         # shorter one leaves an output without a mask (IndexError in Keras).
-        most = len(inputs) if rule == "inputs" and len(inputs) > 1 else MAX_OUTPUTS
-        layer = SplitOutputs(self.random.randint(1, most), mask_rule=rule)
+        most_outputs = len(inputs) if rule == "inputs" and len(inputs) > 1 else MAX_OUTPUTS
+        layer = SplitOutputs(self.random.randint(1, most_outputs), mask_rule=rule)
         self.features.add("mask rule " + rule)
         if rule == "inputs" and layer.count < len(inputs):
             self.features.add("more masks than outputs")
