@@ -65,6 +65,8 @@ NESTED_OUTPUT_MASKS = "nested output masks"  # a model in a model, its outputs m
 LAMBDA_MASK = "lambda mask"  # Lambda(fn, mask=...): its config has no mask
 FROZEN_NESTED = "frozen nested model"  # a model in a model, trainable = False
 SURPLUS_MASKS = "surplus masks"  # compute_mask gives more masks than the layer has outputs
+# GivenInputLayersKept answers how a clone is made (on given input_tensors),
+# nothing a model has.
 RULE_RISKS = {
     "CopyNodeArguments": (MASKED_CALL, SHARED_MODEL, NESTED_MASKED),
     "PropagatedMaskNotPassedBack": (MASKED_CALL, TENSOR_ARGUMENTS),
@@ -77,6 +79,7 @@ RULE_RISKS = {
     "MaskAlreadyComputedKept": (NESTED_OUTPUT_MASKS,),
     "LambdaMaskKept": (LAMBDA_MASK,),
     "TrainableKept": (FROZEN_NESTED,),
+    "GivenInputLayersKept": (),
 }
 # The checks (_check.CHECKS) that a routine's mistakes endanger: the clone
 # routine clones (multi_gpu_model clones too); the routine that calls a model
@@ -121,8 +124,9 @@ class Target(object):
 # the family) on the family's releases [first, past), with the rules of
 # _fix applied in this order. Every affected release aliases node.arguments.
 # Up to tf.keras 1.13 a layer's config has no Lambda mask and a model's none
-# of its trainable: what every clone routine up to there loses.
-KEPT_IN_THE_CLONE = ("LambdaMaskKept", "TrainableKept")
+# of its trainable: what every clone routine up to there loses. Every clone
+# routine, to 1.14, leaves the input layers of given input_tensors unmapped.
+KEPT_IN_THE_CLONE = ("LambdaMaskKept", "TrainableKept", "GivenInputLayersKept")
 CLONE_RULES = ("CopyNodeArguments", "LayerCallPropagatesMasks", "RecordedOutputMasks",
                "MapTensorsInCallArguments", "ArgumentsInInputsPassedOnce") + KEPT_IN_THE_CLONE
 # keras's routine that calls a model on new tensors, 2.0.7 - 2.3.1. From 2.1.6
@@ -185,9 +189,11 @@ TARGETS = (
            "a model's trainable on its layers); a tensor keyword argument (a custom layer's, "
            "Bidirectional's initial_state) is passed back as it was"),
     Target("tensorflow", "tensorflow.python.keras.models", "_clone_functional_model",
-           (1, 14, 0), (1, 15, 0), ("MapTensorsInCallArguments", "ArgumentsInInputsPassedOnce"),
+           (1, 14, 0), (1, 15, 0),
+           ("MapTensorsInCallArguments", "ArgumentsInInputsPassedOnce", "GivenInputLayersKept"),
            "the clone routine of 1.14 (kwargs = node.arguments or {}) still passes a tensor "
-           "keyword argument back as it was, and Bidirectional's initial_state twice"),
+           "keyword argument back as it was, and Bidirectional's initial_state twice; a clone "
+           "on given input tensors cannot be loaded once saved"),
     Target("tensorflow", "tensorflow.python.layers.base", "Network._run_internal_graph",
            (1, 4, 0), (1, 5, 0), NETWORK_RULES_BEFORE_1_9,
            "calling a tf.keras model on new tensors: the first call's mask pinned in the "

@@ -6,8 +6,8 @@ release), we take the installed function's own source, check that it
 compiles to the bytecode that is running (so it cannot be stale or belong
 to another function), apply the rules a target needs, and compile the
 result against the function's own module namespace. Everything the rules
-do not touch (layer creation, names, input_tensors handling, shared layers,
-updates and losses) stays the installed release's own code.
+do not touch (layer creation, names, shared layers, updates and losses)
+stays the installed release's own code.
 
 Every rule must find what it rewrites; a function in which one finds
 nothing is refused (UnsupportedFunction), never half-fixed.
@@ -31,8 +31,8 @@ import types
 
 from keras_clone_fix import _cache
 from keras_clone_fix._runtime import (
-    UnsupportedFunction, arguments_not_in_inputs, keras_masks, lambda_mask_kept,
-    mask_through_input_layer, one_mask_per_output, recorded_output_masks, tensors_mapped,
+    UnsupportedFunction, arguments_not_in_inputs, given_input_layers_mapped, keras_masks,
+    lambda_mask_kept, mask_through_input_layer, one_mask_per_output, recorded_output_masks, tensors_mapped,
     trainable_kept, without_propagated_mask)
 
 _HELPER_PREFIX = "_keras_clone_fix_"
@@ -483,6 +483,34 @@ class TrainableKept(_KeptInTheClone):
 
     helpers = (trainable_kept,)
 
+
+class GivenInputLayersKept(Rule):
+    """After `for x, y in zip(model.inputs, input_tensors): ...`, add
+    `given_input_layers_mapped(layer_map, model.inputs, input_tensors)`.
+
+    Given `input_tensors`, every clone routine (Keras 2.0.7 - 2.3.1, tf.keras
+    of TensorFlow 1.4 - 1.14) left the model's input layers out of its layer
+    map: the loop over the nodes then made a copy of each from its config
+    and called it on the given tensor. The clone predicted right, but held an
+    input layer called on another, and a file saved from it did not load
+    (`Graph disconnected`, keras-team/keras#11857). Each original input layer
+    is mapped to the given tensor's input layer, as the routine maps it to the
+    new `Input` it makes when none is given.
+    """
+
+    helpers = (given_input_layers_mapped,)
+
+    def visit_For(self, node):
+        self.generic_visit(node)
+        given = node.iter
+        if (isinstance(given, ast.Call) and _name(given.func) == "zip" and len(given.args) == 2
+                and _is_attribute(given.args[0], "model", "inputs")
+                and _name(given.args[1]) == "input_tensors"):
+            call = _call(_helper(given_input_layers_mapped),
+                         ast.Name(id="layer_map", ctx=ast.Load()), _unlocated_copy(given.args[0]),
+                         ast.Name(id="input_tensors", ctx=ast.Load()))
+            return [node, _located(self.rewritten(ast.Expr(value=call)), node)]
+        return node
 
 
 def _function_def(original):

@@ -52,7 +52,19 @@ def pytest_report_header(config):
         os.path.dirname(keras_clone_fix.__file__), KERAS)
 
 
+# Seconds per test file, setup and teardown included (printed at the end).
+FILE_SECONDS = {}
+
+
+def pytest_runtest_logreport(report):
+    path = report.nodeid.split("::")[0]
+    FILE_SECONDS[path] = FILE_SECONDS.get(path, 0.0) + report.duration
+
+
 def pytest_terminal_summary(terminalreporter):
+    terminalreporter.write_sep("-", "seconds per test file")
+    for path, seconds in sorted(FILE_SECONDS.items(), key=lambda item: -item[1]):
+        terminalreporter.write_line("{:>7.1f}  {}".format(seconds, path))
     terminalreporter.write_line("interpreters the tests started: {}, {:.1f} s".format(
         STARTED["interpreters"], STARTED["seconds"]))
     activation_model = sys.modules.get("test_activation_model")

@@ -11,6 +11,10 @@
   calling the model on new tensors raised `Layers should have equal number
   of output tensors and output masks` on keras 2.1.6 - 2.3.1 (bert4keras#116;
   OneMaskPerOutput).
+- A clone on given `input_tensors`: the clone routine called a copy of the
+  model's input layer on the given `Input`, and a file saved from the clone
+  did not load (`Graph disconnected`, keras-team/keras#11857;
+  GivenInputLayersKept).
 
 Runs on each family installed here at a release with clone_model: keras
 2.0.7 - 2.3.1 and tf.keras of TensorFlow 1.4 - 1.14, patched and unpatched
@@ -29,6 +33,10 @@ from keras_clone_fix._affected import FROZEN_NESTED, LAMBDA_MASK, SURPLUS_MASKS
 import keras_clone_fix
 
 
+# Not a risk of a model (check cannot see it): how the clone is made.
+GIVEN_INPUTS = "clone on given input tensors"
+
+
 def _families():
     """(id, keras module, the bugs of these its release has, whether it is
     patched) of each family installed here at a release these tests run on."""
@@ -39,16 +47,17 @@ def _families():
         # Not on Theano: it compiles each LSTM model for minutes (as in
         # test_model_boundary); the rules are the same there.
         if (2, 0, 7) <= version < (2, 4, 0) and keras.backend.backend() != "theano":
-            found.append(("keras " + keras.__version__, keras, {LAMBDA_MASK, FROZEN_NESTED} | (
-                {SURPLUS_MASKS} if version >= (2, 1, 6) else set()), True))
+            found.append(("keras " + keras.__version__, keras,
+                          {LAMBDA_MASK, FROZEN_NESTED, GIVEN_INPUTS} | (
+                              {SURPLUS_MASKS} if version >= (2, 1, 6) else set()), True))
     if installed("tensorflow"):
         tensorflow = importlib.import_module("tensorflow")
         version = version_of(tensorflow)[:2]
         if (1, 4) <= version < (1, 15):
             # 1.14 writes a Lambda's mask into its config and sets a model's
             # trainable on the layers inside: not patched for these, correct.
-            found.append(("tf.keras " + tensorflow.__version__, tensorflow.keras,
-                          {LAMBDA_MASK, FROZEN_NESTED} if version < (1, 14) else set(), True))
+            found.append(("tf.keras " + tensorflow.__version__, tensorflow.keras, {GIVEN_INPUTS} | (
+                {LAMBDA_MASK, FROZEN_NESTED} if version < (1, 14) else set()), True))
     if installed("tf_keras"):
         tf_keras = importlib.import_module("tf_keras")
         found.append(("tf_keras " + tf_keras.__version__, tf_keras, set(), False))
@@ -192,6 +201,27 @@ def test_one_output_from_several_masked_inputs(request, family):
     for rebuilt in (nested, cloned(keras, model)):
         numpy.testing.assert_allclose(rebuilt.predict(data), model.predict(data),
                                       rtol=1e-6, atol=1e-7)
+
+
+def test_clone_on_given_inputs_saves_and_loads(request, family, tmp_path):
+    """clone_model(model, input_tensors=[Input(...)]): the given Input is the
+    clone's input layer, and the clone, saved and loaded, predicts what the
+    model predicts."""
+    expect(request, family, GIVEN_INPUTS, "a clone on given inputs holds a copy of the input "
+           "layer called on them", raises=Exception)
+    keras = family[0]
+    L = keras.layers
+    tokens = L.Input(shape=(STEPS,), dtype="int32")
+    model = keras.models.Model(tokens, L.LSTM(2)(L.Embedding(VOCABULARY, 3, mask_zero=True)(tokens)))
+    given = L.Input(shape=(STEPS,), dtype="int32", name="given")
+    clone = _check.find_clone_model(keras)(model, input_tensors=[given])
+    assert [layer.name for layer in clone.layers][1:] == [layer.name for layer in model.layers][1:]
+    clone.set_weights(model.get_weights())
+    path = str(tmp_path / "clone.h5")
+    clone.save(path)
+    data = padded(0)
+    numpy.testing.assert_allclose(keras.models.load_model(path).predict(data),
+                                  model.predict(data), rtol=1e-6, atol=1e-7)
 
 
 @pytest.mark.parametrize("build, path, bug, what, check, wrong", [
