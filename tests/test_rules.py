@@ -172,14 +172,302 @@ def test_refuses_code_without_source():
         build_fixed(namespace["made_at_run_time"], ["OneMaskPerOutput"])
 
 
+class Tensor(object):
+    """A Keras tensor for these tests: it has a _keras_history."""
+    _keras_history = None
+
+
+def step_with_arguments(node, layer, tensor_map):
+    """A node of a rebuild loop keyed like run_internal_graph in 2.1 - 2.2."""
+    computed_data = []
+    for x in node.input_tensors:
+        if str(id(x)) in tensor_map:
+            computed_data.append(tensor_map[str(id(x))])
+    if node.arguments:
+        kwargs = node.arguments
+    else:
+        kwargs = {}
+    return layer([y for y, _ in computed_data], **kwargs)
+
+
+def called_with(inputs, **kwargs):
+    return inputs, kwargs
+
+
+def test_map_tensors_in_call_arguments():
+    old_input, old_state, outside = Tensor(), Tensor(), Tensor()
+    new_input, new_state = Tensor(), Tensor()
+    tensor_map = {str(id(old_input)): (new_input, None), str(id(old_state)): (new_state, "mask")}
+    node = Node({"initial_state": [old_state, outside], "nested": {"a": (old_state,)},
+                 "training": False})
+    node.input_tensors = [old_input]
+    fixed = build_fixed(step_with_arguments, ["MapTensorsInCallArguments"])
+    inputs, kwargs = fixed(node, called_with, tensor_map)
+    assert inputs == [new_input]
+    assert kwargs == {"initial_state": [new_state, outside], "nested": {"a": (new_state,)},
+                      "training": False}
+    assert node.arguments["initial_state"] == [old_state, outside]
+
+
+def test_arguments_in_inputs_passed_once():
+    old_input, old_state, other = Tensor(), Tensor(), Tensor()
+    tensor_map = {str(id(old_input)): (1, None), str(id(old_state)): (2, None)}
+    node = Node({"initial_state": [old_state], "other": other, "training": True})
+    node.input_tensors = [old_input, old_state]
+    fixed = build_fixed(step_with_arguments, ["ArgumentsInInputsPassedOnce",
+                                              "MapTensorsInCallArguments"])
+    assert fixed(node, called_with, tensor_map) == ([1, 2], {"other": other, "training": True})
+
+
+def step_like_tf_keras_1_14(node, layer, tensor_dict):
+    """run_internal_graph of tf.keras 1.14: kwargs from `node.arguments or
+    {}`, the map named tensor_dict, the tensor named otherwise in each test."""
+    if all(str(id(tensor)) in tensor_dict for tensor in node.input_tensors):
+        computed_tensors = [tensor_dict[str(id(t))] for t in node.input_tensors]
+        kwargs = node.arguments or {}
+        return layer(computed_tensors, **kwargs)
+    return [x for x in node.output_tensors if not str(id(x)) in tensor_dict]  # noqa: E713
+
+
+def test_map_tensors_and_pass_them_once_in_the_form_of_tf_keras_1_14():
+    old_input, old_state, other = Tensor(), Tensor(), Tensor()
+    tensor_dict = {str(id(old_input)): 1, str(id(old_state)): 2, str(id(other)): 3}
+    node = Node({"initial_state": [old_state], "attention_mask": other, "training": True})
+    node.input_tensors = [old_input, old_state]
+    fixed = build_fixed(step_like_tf_keras_1_14, ["CopyNodeArguments", "MapTensorsInCallArguments",
+                                                  "ArgumentsInInputsPassedOnce"])
+    assert fixed(node, called_with, tensor_dict) == ([1, 2], {"attention_mask": 3,
+                                                              "training": True})
+    assert node.arguments["attention_mask"] is other
+
+
+def _layer_of_the_module(node):
+    return node.layer
+
+
+def step_with_a_default_of_the_module(node, layer_fn=_layer_of_the_module):
+    """A default that names a function of its module, as tf.keras 1.14's
+    `_clone_functional_model(..., layer_fn=_clone_layer)`."""
+    kwargs = node.arguments or {}
+    return layer_fn(node), kwargs
+
+
+def test_the_twin_takes_the_originals_defaults():
+    node = Node({"training": True})
+    node.layer = "layer"
+    fixed = build_fixed(step_with_a_default_of_the_module, ["CopyNodeArguments"])
+    assert fixed.__defaults__ == (_layer_of_the_module,)
+    assert fixed(node) == ("layer", {"training": True})
+
+
+def no_key_test(node, layer, tensor_map):
+    if node.arguments:
+        kwargs = node.arguments
+    return layer(**kwargs)
+
+
+def test_map_tensors_needs_the_routines_key():
+    with pytest.raises(UnsupportedFunction, match="MapTensorsInCallArguments"):
+        build_fixed(no_key_test, ["MapTensorsInCallArguments"])
+
+
+class InputLayer(Layer):
+    """Named as Keras's: its compute_mask refuses a mask, as InputLayer's
+    did up to keras 2.2.2 and tf.keras 1.12."""
+
+    def compute_mask(self, inputs, mask=None):
+        if mask is not None:
+            raise TypeError("Layer input_1 does not support masking, but was passed an input_mask")
+
+
+def node_masks_like_keras(layer, computed_tensor, computed_mask):
+    """How run_internal_graph computes a node's masks."""
+    return layer.compute_mask(computed_tensor, computed_mask)
+
+
+def test_input_layer_passes_mask():
+    with pytest.raises(TypeError, match="does not support masking"):
+        node_masks_like_keras(InputLayer(None), None, "m")
+    fixed = build_fixed(node_masks_like_keras, ["InputLayerPassesMask"])
+    assert fixed(InputLayer(None), None, "m") == "m"
+    assert fixed(Layer("computed"), None, "m") == "computed"
+
+
+class Masked(object):
+    """An output tensor, with the _keras_mask tf.keras sets on it or none."""
+
+    def __init__(self, *mask):
+        if mask:
+            self._keras_mask = mask[0]
+
+
+def set_mask_metadata_like_tf_keras_1_11(self, inputs, outputs, previous_mask):
+    """tf.keras 1.11 - 1.13's Layer._set_mask_metadata."""
+    mask_already_computed = all(hasattr(x, '_keras_mask') for x in to_list(outputs))
+    if hasattr(self, 'compute_mask') and not mask_already_computed:
+        output_mask = self.compute_mask(inputs, previous_mask)
+    else:
+        output_mask = None
+    if isinstance(outputs, (list, tuple)):
+        if output_mask is None:
+            output_mask = [None for _ in range(len(outputs))]
+        for x, m in zip(outputs, output_mask):
+            x._keras_mask = m
+    else:
+        outputs._keras_mask = output_mask
+
+
+@pytest.mark.parametrize("fixed, kept", [(False, [None, None]), (True, ["a", None])])
+def test_mask_already_computed_kept(fixed, kept):
+    set_mask_metadata = set_mask_metadata_like_tf_keras_1_11
+    if fixed:
+        set_mask_metadata = build_fixed(set_mask_metadata, ["MaskAlreadyComputedKept"])
+    outputs = [Masked("a"), Masked(None)]
+    set_mask_metadata(Layer("computed"), None, outputs, "m")
+    assert [output._keras_mask for output in outputs] == kept
+    single = Masked("a")
+    set_mask_metadata(Layer("computed"), None, single, "m")
+    assert single._keras_mask == ("a" if fixed else None)
+    not_yet = [Masked(), Masked("a")]  # not every output has one: compute_mask decides
+    set_mask_metadata(Layer(["c", "d"]), None, not_yet, "m")
+    assert [output._keras_mask for output in not_yet] == ["c", "d"]
+
+
+# How the source is read (the lines from the code's first line to the last
+# its line table names, then line by line until they parse), and what the
+# check that it is the running code refuses.
+
+def last_statement_over_lines(node, layer, computed_mask):
+    kwargs = node.arguments
+    output_masks = to_list(layer.compute_mask(None,
+                                              computed_mask))
+    return (kwargs,
+            output_masks)
+
+
+class Holder(object):
+    def method(self, node, layer):
+        """Indented, with a docstring: read as it stands, not dedented."""
+        kwargs = node.arguments
+        kwargs['mask'] = layer.compute_mask(None)
+        return kwargs
+
+
+def makes_a_nested_def():
+    def nested(node, layer):  # no free variables: not a closure
+        kwargs = node.arguments
+        kwargs['mask'] = layer.compute_mask(None)
+        if kwargs:
+            return kwargs
+        else:
+            pass  # compiles to nothing: the source read may end before it
+    return nested
+
+
+@pytest.mark.parametrize("function", [last_statement_over_lines, Holder.method,
+                                      makes_a_nested_def()])
+def test_reads_the_whole_def(function):
+    node, layer = Node({"training": False}), Layer("m", outputs=1)
+    fixed = build_fixed(getattr(function, "__func__", function),  # Python 2: unbound method
+                        ["CopyNodeArguments"])
+    args = (None, node, layer) if function.__name__ == "method" else (node, layer)
+    args += ("m",) if function is last_statement_over_lines else ()
+    fixed(*args)
+    assert node.arguments == {"training": False}
+    assert fixed.__code__.co_firstlineno == function.__code__.co_firstlineno
+
+
+def registered(function):
+    return function  # a decorator that wraps nothing
+
+
+@registered
+def decorated_in_place(node, layer):
+    kwargs = node.arguments
+    return layer.compute_mask(kwargs)
+
+
+def test_refuses_a_decorated_def():
+    with pytest.raises(UnsupportedFunction, match="not one undecorated def"):
+        build_fixed(decorated_in_place, ["OneMaskPerOutput"])
+
+
+def write(path, text):
+    with open(path, "w") as module_file:
+        module_file.write(text)
+
+
+MODULE = '''
+def step(node, layer):
+    kwargs = node.arguments
+    kwargs['mask'] = layer.compute_mask({mask})
+    return kwargs
+'''
+
+
+@pytest.mark.parametrize("changed, refused", [
+    (MODULE.format(mask="None"), False),                    # the same: accepted
+    (MODULE.format(mask="'a constant of another length'"), True),
+    (MODULE.format(mask="node"), True),                     # a name changed
+    ("\n" + MODULE.format(mask="None"), True),               # moved down a line
+])
+def test_refuses_source_changed_on_disk_after_import(tmp_path, monkeypatch, changed, refused):
+    module_file = str(tmp_path / "changed_after_import.py")
+    write(module_file, MODULE.format(mask="None"))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import changed_after_import
+    try:
+        build_fixed(changed_after_import.step, ["OneMaskPerOutput"])  # read, and cached
+        write(module_file, changed + "\n")  # another size: linecache sees the change
+        if refused:
+            with pytest.raises(UnsupportedFunction, match="does not match the running code"):
+                build_fixed(changed_after_import.step, ["OneMaskPerOutput"])
+        else:
+            build_fixed(changed_after_import.step, ["OneMaskPerOutput"])
+    finally:
+        del sys.modules["changed_after_import"]
+
+
+class FromConfig(object):
+    """A layer whose config leaves out `mask` and `trainable`, as Keras's
+    Lambda and Network do before tf.keras 1.14."""
+    mask, supports_masking, trainable = None, False, True
+
+    def get_config(self):
+        return {}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls()
+
+
+class Lambda(FromConfig):
+    pass
+
+
+def clone_step_like_keras(layer, layer_map):
+    if layer not in layer_map:
+        new_layer = layer.__class__.from_config(layer.get_config())
+        layer_map[layer] = new_layer
+    return layer_map[layer]
+
+
+def test_lambda_mask_and_trainable_kept():
+    fixed = build_fixed(clone_step_like_keras, ["LambdaMaskKept", "TrainableKept"])
+    original = Lambda()
+    original.mask, original.supports_masking, original.trainable = "mask_fn", True, False
+    plain = clone_step_like_keras(original, {})
+    assert (plain.mask, plain.supports_masking, plain.trainable) == (None, False, True)
+    clone = fixed(original, {})
+    assert (clone.mask, clone.supports_masking, clone.trainable) == ("mask_fn", True, False)
+    other = FromConfig()
+    other.mask = "not a Lambda's"  # only a Lambda's mask is carried
+    assert fixed(other, {}).mask is None
+
 
 class KerasTensor(object):
     def __init__(self, layer):
         self._keras_history = (layer, 0, 0)
-
-
-class InputLayer(object):
-    pass
 
 
 def input_layers_like_keras(model, input_tensors, layer_map, tensor_map):
@@ -191,9 +479,9 @@ def input_layers_like_keras(model, input_tensors, layer_map, tensor_map):
 def test_given_input_layers_kept():
     fixed = build_fixed(input_layers_like_keras, ["GivenInputLayersKept"])
     model = type("Model", (), {})()
-    originals = [InputLayer(), InputLayer(), InputLayer()]
+    originals = [InputLayer(None) for _ in range(3)]
     model.inputs = [KerasTensor(layer) for layer in originals]
-    given = [KerasTensor(InputLayer()), KerasTensor(object()), KerasTensor(InputLayer())]
+    given = [KerasTensor(InputLayer(None)), KerasTensor(Layer(None)), KerasTensor(InputLayer(None))]
     mapped_before = {originals[2]: "the routine's own"}
     assert input_layers_like_keras(model, given, dict(mapped_before), {}) == mapped_before
     # A given input layer is mapped; a tensor of another kind of layer, and an
