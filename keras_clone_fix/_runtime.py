@@ -129,27 +129,44 @@ def is_lambda(layer):
     return any(cls.__name__ == "Lambda" for cls in type(layer).__mro__)
 
 
+def _with_layers_inside(layer, new_layer):
+    """[(layer, new_layer)] and, where they are models, each layer inside
+    the original with its copy inside the new one (by name, at any depth):
+    the nested model's `from_config` made those from their configs too."""
+    pairs = [(layer, new_layer)]
+    copies = dict((copy.name, copy) for copy in getattr(new_layer, "layers", ()))
+    for inner in getattr(layer, "layers", ()):
+        if inner.name in copies:
+            pairs.extend(_with_layers_inside(inner, copies[inner.name]))
+    return pairs
+
+
 def lambda_mask_kept(layer, new_layer):
     """`new_layer`, the clone routine's copy of `layer` made from its config,
-    with the original's `mask` where `layer` is a Lambda that has one (set
-    as `Lambda.__init__` sets it): `Lambda.get_config` leaves the mask out
-    before tf.keras 1.14 and on every Keras 2.x. The config stays as it is,
-    so a file saved from the clone is what Keras itself writes."""
-    mask = getattr(layer, "mask", None)
-    if mask is not None and is_lambda(layer) and getattr(new_layer, "mask", None) is None:
-        new_layer.mask = mask
-        new_layer.supports_masking = True
+    with the original's `mask` on each Lambda that has one, itself or inside
+    it (set as `Lambda.__init__` sets it): `Lambda.get_config` leaves the
+    mask out before tf.keras 1.14 and on every Keras 2.x. The configs stay
+    as they are, so a file saved from the clone is what Keras itself writes."""
+    for original, copy in _with_layers_inside(layer, new_layer):
+        mask = getattr(original, "mask", None)
+        if mask is not None and is_lambda(original) and getattr(copy, "mask", None) is None:
+            copy.mask = mask
+            copy.supports_masking = True
     return new_layer
 
 
 def trainable_kept(layer, new_layer):
     """`new_layer`, the clone routine's copy of `layer` made from its config,
-    with the original's `trainable`: a model's `get_config` leaves it out
-    (Keras 2.x, tf.keras 1.4 - 1.13), so a frozen nested model came back
-    trainable. Only the flag is set, as the user set it on the original."""
-    trainable = getattr(layer, "trainable", True)
-    if getattr(new_layer, "trainable", True) != trainable:
-        new_layer.trainable = trainable
+    with the original's `trainable`, and so for each model inside it: a
+    model's `get_config` leaves it out (Keras 2.x, tf.keras 1.4 - 1.13), so a
+    frozen nested model came back trainable, and a frozen model inside a
+    nested one too, its weights then listed among the trainable ones
+    (`set_weights` put them into other layers). Only the flags are set, as
+    the user set them on the original."""
+    for original, copy in _with_layers_inside(layer, new_layer):
+        trainable = getattr(original, "trainable", True)
+        if getattr(copy, "trainable", True) != trainable:
+            copy.trainable = trainable
     return new_layer
 
 

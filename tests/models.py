@@ -160,8 +160,8 @@ def predict(model, inputs, feeds=None):
 
 
 def copy_weights(model, clone):
-    """Layer by layer, by name: the order of model.layers (and so of
-    get_weights()) may differ in a clone among layers of equal depth."""
+    """Layer by layer, by name: these tests compare what the rebuilds
+    compute, and leave the order of get_weights() to test_faithful_clones."""
     for layer in model.layers:
         clone.get_layer(layer.name).set_weights(layer.get_weights())
 
