@@ -10,7 +10,7 @@ inputs, each call predicts what it does). Unpatched, each model's
 first clone either predicts the same too, or (when it has a multi-output
 layer the release mishandles, or a boundary on a masked tensor before
 keras 2.2.3) fails as the bug does.
-Each environment runs RANDOM_MODELS seeds (default 2; `nox -s full`: 250) from
+Each environment runs RANDOM_MODELS seeds (default 1; `nox -s full`: 250) from
 a first seed of its own, a number of its Keras release, backend and Python
 below 250: the matrix's sessions together try many of the models, each the
 same ones at every run (the seed is in the test's id).
@@ -42,7 +42,7 @@ pytestmark = pytest.mark.usefixtures("fresh_graph", "restore_fix_state")
 
 FIRST_SEED = zlib.crc32("keras {} on {}, Python {}".format(
     keras.__version__, K.backend(), sys.version_info[0]).encode("ascii")) % 250
-SEEDS = range(FIRST_SEED, FIRST_SEED + int(os.environ.get("RANDOM_MODELS", "2")))
+SEEDS = range(FIRST_SEED, FIRST_SEED + int(os.environ.get("RANDOM_MODELS", "1")))
 
 
 @pytest.mark.parametrize("seed", SEEDS)
