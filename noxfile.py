@@ -79,8 +79,8 @@ PROVEN_BY_ITS_TWIN = (ACTIVATION, CHECK_COMMAND)
 
 
 # Twins: keras 2.2.4 on TensorFlow, on the same Python. Theano compiles with
-# few graph optimizations: those are most of its time (test_fix: 53 s, against
-# 146 s with its default ones), and the graphs the tests compare are Keras's.
+# few graph optimizations: those are most of its time (docs/testing.md), and
+# the graphs the tests compare are Keras's.
 THEANO = leaving(*PROVEN_BY_ITS_TWIN, KERAS_BACKEND="theano", THEANO_FLAGS="optimizer=fast_compile")
 
 
