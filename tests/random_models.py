@@ -3,9 +3,9 @@
 Each model is a DAG over (batch, STEPS, 3) tensors: Embedding inputs with
 and without mask_zero, SplitOutputs layers with 1 - 4 outputs and every mask
 rule (fewer outputs than the masks of their inputs too), Dense layers (some
-called with a keyword argument), merges, shared
-layers, nested models (on masked tensors too, where Keras can build
-that), LSTMs started with the states of an encoder LSTM from another branch
+called with a keyword argument), Lambda layers with a mask, merges, shared
+layers, nested models (some frozen, some on masked tensors where Keras can
+build that), LSTMs started with the states of an encoder LSTM from another branch
 (initial_state) and RNNs whose cell takes an encoder state as a constant,
 and model boundaries: a chain of Dense and LSTM layers after an open tensor
 wrapped in an inner model that is called on that tensor. Every tensor it
@@ -66,7 +66,7 @@ class RandomModel(object):
         for _ in range(self.random.randint(2, 6)):
             self.random.choice([self._split, self._split, self._dense, self._recurrent,
                                 self._merge, self._share, self._nest, self._started,
-                                self._boundary])()
+                                self._boundary, self._lambda])()
         self.ends = self._outputs()  # what the last LSTMs read
         last = [self._both(lambda x, layer=keras.layers.LSTM(2): layer(x[0]), [y])
                 for y in self.ends]
@@ -158,6 +158,16 @@ class RandomModel(object):
         self._call(layer, self._take(), "pass")
         self.layers.append((layer, "pass"))
 
+    def _lambda(self):
+        """A Lambda that passes its input's mask on (Lambda(fn, mask=...)):
+        its config has no mask, so the unpatched clone's has none."""
+        inputs = self._take()
+        if inputs:
+            self.features.add("lambda with a mask")
+            self.unpatched_may_differ |= inputs[0].masked
+            self._call(keras.layers.Lambda(lambda x: x * 2.0, mask=lambda x, mask: mask), inputs,
+                       "pass")
+
     def _recurrent(self):
         """An LSTM called with a keyword argument: its node keeps a dict of
         arguments, which unpatched clones write their masks into."""
@@ -214,6 +224,9 @@ class RandomModel(object):
         inner_input = features()
         parts = SplitOutputs(2, mask_rule="list")(keras.layers.Dense(3)(inner_input))
         inner = keras.models.Model(inner_input, keras.layers.add(parts))
+        if self.random.random() < 0.3:
+            self.features.add("frozen nested model")  # the unpatched clone's is trainable
+            inner.trainable = False
         # Keras < 2.2 cannot call a model on a masked tensor.
         inputs = self._take(masked=None if NESTS_ON_MASKED_TENSORS else False)
         if inputs and inputs[0].masked:

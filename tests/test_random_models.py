@@ -6,7 +6,8 @@ twin (the same layers without the boundaries) predicts, with the same masks;
 the clone, the clone of the clone and the clone nested in a new
 model all predict what the model predicts, and the model is left as it was
 (its layers' call arguments, and it still nests: called twice on different
-inputs, each call predicts what it does). Unpatched, each model's
+inputs, each call predicts what it does), and the clone has the model's trainable
+weights. Unpatched, each model's
 first clone either predicts the same too, or (when it has a multi-output
 layer the release mishandles, or a boundary on a masked tensor before
 keras 2.2.3) fails as the bug does.
@@ -55,6 +56,7 @@ def test_random_model(seed):
         assert_like_flat_twin(generated, data)
     arguments = node_arguments(model)
     clone = keras.models.clone_model(model)
+    assert len(clone.trainable_weights) == len(model.trainable_weights)
     assert_same_predictions(model, clone, data)
     assert_same_predictions(model, keras.models.clone_model(clone), data)
     assert_predicts_like(model, call_on_new_inputs(clone), data)
