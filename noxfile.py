@@ -52,11 +52,10 @@ QUIET_TF = {"TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONWARNINGS": "ignore::DeprecationW
 #   2.2.4, whose targets 2.3.1 has; tf.keras 1.4 and 1.14; Python 2.7) and in
 #   keras-3. Every session still runs `check` on its own release's model
 #   files (tests/test_check.py).
-# - Python 2.7 leaves the runs with the fix off (marked `unpatched`) to
-#   keras 2.2.4 on 3.7: they run the same Keras release's own code, which does
-#   not depend on the Python; the 2.7 sessions prove the package there. (Its
-#   Theano session keeps them: the only other Theano session is on 3.7 too,
-#   and one of them must show the bug on Theano.)
+# - The runs with the fix off (marked `unpatched`) run the Keras release's own
+#   code, which does not depend on the Python: of the two keras 2.2.4 sessions
+#   on a backend, one runs them. Python 2.7 on TensorFlow leaves them to 3.7,
+#   Theano on 3.7 leaves them to 2.7.
 # - keras 2.2.5 with TensorFlow 1.14 leaves tf.keras's half of
 #   test_model_boundary to tests(tf-1.14), the same TensorFlow.
 TF_KERAS_ELSEWHERE = "--ignore=tests/test_tf_keras.py"
@@ -81,7 +80,7 @@ PROVEN_BY_ITS_TWIN = (ACTIVATION, CHECK_COMMAND)
 # Twins: keras 2.2.4 on TensorFlow, on the same Python. Theano compiles with
 # few graph optimizations: those are most of its time (docs/testing.md), and
 # the graphs the tests compare are Keras's.
-THEANO = leaving(*PROVEN_BY_ITS_TWIN, KERAS_BACKEND="theano", THEANO_FLAGS="optimizer=fast_compile")
+THEANO = dict(KERAS_BACKEND="theano", THEANO_FLAGS="optimizer=fast_compile")
 
 
 def tf_on_python36(tensorflow, tensorboard, numpy):
@@ -115,7 +114,7 @@ ENVIRONMENTS = {
     "keras-2.3.1-tf-2.1": ("3.7", ["tensorflow==2.1.4", "keras==2.3.1", "protobuf<3.21",
                                    "h5py<3"], leaving(*PROVEN_BY_ITS_TWIN)),
     "keras-2.2.4-theano": ("3.7", ["theano==1.0.4", "keras==2.2.4", "numpy<1.19", "scipy<1.6",
-                                   "h5py<3"], THEANO),
+                                   "h5py<3"], leaving(UNPATCHED, *PROVEN_BY_ITS_TWIN, **THEANO)),
     # TensorFlow before 1.13 has no Python 3.7 wheels: on 3.6, see tf_on_python36.
     "tf-1.4": ("3.6", tf_on_python36("1.4.1", None, "1.14.5"), leaving(ACTIVATION)),
     "tf-1.5": ("3.6", tf_on_python36("1.5.1", None, "1.14.5"), leaving(ACTIVATION, CHECK_COMMAND)),
@@ -136,7 +135,7 @@ PYTHON2_ENVIRONMENTS = {
     "keras-2.2.4-tf-1.15.0": ("2.7", ["tensorflow==1.15.0", "grpcio==1.39.0", "keras==2.2.4",
                                       "h5py<3"], leaving(UNPATCHED)),
     "keras-2.2.4-theano": ("2.7", ["theano==1.0.4", "keras==2.2.4", "numpy<1.17", "scipy<1.3",
-                                   "h5py<3"], THEANO),
+                                   "h5py<3"], leaving(*PROVEN_BY_ITS_TWIN, **THEANO)),
 }
 
 
