@@ -32,8 +32,8 @@ import types
 from keras_clone_fix import _cache
 from keras_clone_fix._runtime import (
     UnsupportedFunction, arguments_not_in_inputs, given_input_layers_mapped, keras_masks,
-    lambda_mask_kept, mask_through_input_layer, one_mask_per_output, recorded_output_masks, tensors_mapped,
-    trainable_kept, without_propagated_mask)
+    lambda_mask_kept, mask_through_input_layer, one_mask_per_output, recorded_output_masks,
+    tensors_mapped, trainable_kept, without_propagated_mask)
 
 _HELPER_PREFIX = "_keras_clone_fix_"
 # These rules' text as imported: a stored build is used only where the
