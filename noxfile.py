@@ -177,8 +177,10 @@ def install(session, *requirements):
     Python needs). A kept environment built from the same requirements, the
     same constraints and the wheel's same dependencies gets only the new wheel;
     any other kept one (built from others, or cut short) is made anew."""
+    constraints = ()
     if session.python == "3.6":
-        requirements += ("hypothesis", "-c", CONSTRAINTS_36)
+        requirements += ("hypothesis",)
+        constraints = ("-c", CONSTRAINTS_36)
     elif session.python == "2.7":
         # The tests make an interpreter without our .pth; 2.7 has no venv.
         # Hypothesis 4.x is the last for 2.7.
@@ -186,8 +188,10 @@ def install(session, *requirements):
     else:
         requirements += ("hypothesis",)
     wheel = built_wheel()
-    built_from = "\n".join(("pytest",) + requirements + wheel_dependencies(wheel) + (
-        (read(CONSTRAINTS_36),) if session.python == "3.6" else ())) + "\n"
+    # The constraints by their content, not their path: a clone elsewhere (CI's)
+    # finds the environments built here.
+    built_from = "\n".join(("pytest",) + requirements + wheel_dependencies(wheel) + tuple(
+        read(path) for path in constraints[1:])) + "\n"
     location = session.virtualenv.location
     stamp = os.path.join(location, BUILT_FROM)
     if os.path.exists(stamp) and read(stamp) == built_from:
@@ -205,7 +209,7 @@ def install(session, *requirements):
     if session.python == "3.6":
         # venv's pip 18 on 3.6 picks releases that need a newer Python.
         session.install("pip==21.3.1")
-    session.install(wheel, "pytest", *requirements)
+    session.install(wheel, "pytest", *(requirements + constraints))
     with open(stamp, "w") as written:
         written.write(built_from)
 
@@ -253,21 +257,27 @@ def tests_python2(session, requirements, env):
 
 
 def check_wheel(session, older_wrapt):
+    """The wheel with the newest wrapt it allows, then with `older_wrapt`. The
+    environment is kept between runs (pytest, hypothesis); wrapt goes in anew
+    as the wheel's dependency, at each run."""
+    session.run("python", "-m", "pip", "uninstall", "--yes", "--quiet", "wrapt")
     install(session)
+    session.install(*[line.split(":", 1)[1].strip()
+                      for line in wheel_dependencies(built_wheel())])
     session.run("pytest", *session.posargs)
     session.install(older_wrapt)
     session.run("pytest", *session.posargs)
 
 
-@nox.session(venv_backend="venv", python=["3.6", "3.7", "3.8", "3.9", "3.10", "3.11",
-                                          "3.12", "3.13"])
+@nox.session(venv_backend="venv", reuse_venv=True,
+             python=["3.6", "3.7", "3.8", "3.9", "3.10", "3.11", "3.12", "3.13"])
 def wheel(session):
     """The wheel installs and activates on every Python, with the newest wrapt
     each allows (1.16 before 3.9; 2.x after), keras not installed."""
     check_wheel(session, "wrapt<2")
 
 
-@nox.session(name="wheel-2.7", venv_backend="virtualenv", python="2.7")
+@nox.session(name="wheel-2.7", venv_backend="virtualenv", python="2.7", reuse_venv=True)
 def wheel_python2(session):
     """The same on Python 2.7: wrapt 1.15 (the newest for 2.7), then the
     oldest wrapt we accept, 1.10."""
