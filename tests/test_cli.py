@@ -87,6 +87,7 @@ def test_reports_the_fix_alone_without_the_backends_noise():
 
 
 @pytest.mark.skipif(not AFFECTED, reason="needs an affected Keras, 2.0.0 - 2.3.1")
+@pytest.mark.unpatched
 def test_fails_clearly_when_the_fix_is_switched_off():
     finished = self_check("--json", env={"KERAS_CLONE_FIX": "0"})
     report = json.loads(finished.stdout)
