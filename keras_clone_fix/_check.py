@@ -322,9 +322,19 @@ def make_inputs(keras, model, batch, timesteps, seed, reverse=False):
 
 # --- comparing --------------------------------------------------------------
 
-def predict(model, inputs):
+def predict(keras, model, inputs):
+    """The model's outputs on `inputs`, as arrays. Where tf.keras executes
+    eagerly (TensorFlow 2), the model is called on them, as predict() would
+    in inference mode: predict() there traces a function for each model,
+    seconds apiece, about half of a small model's check."""
     import numpy
-    got = model.predict(inputs if len(inputs) > 1 else inputs[0], batch_size=len(inputs[0]))
+    given = inputs if len(inputs) > 1 else inputs[0]
+    tensorflow = sys.modules.get("tensorflow")
+    if keras.__name__.split(".")[0] in ("tensorflow", "tf_keras") and getattr(
+            tensorflow, "executing_eagerly", lambda: False)():
+        got = model(given, training=False)
+    else:
+        got = model.predict(given, batch_size=len(inputs[0]))
     return [numpy.asarray(part) for part in as_list(got)]
 
 
@@ -373,7 +383,7 @@ class Checks(object):
     def __init__(self, keras, model, inputs, other_inputs):
         self.keras, self.model = keras, model
         self.inputs, self.other_inputs = inputs, other_inputs
-        self.expected = predict(model, inputs)
+        self.expected = predict(keras, model, inputs)
         self.arguments = snapshot_arguments(keras, model)
         self.changes = []  # (check, layer path, call index, argument names)
         self.clone_model = find_clone_model(keras)
@@ -394,7 +404,7 @@ class Checks(object):
     def compare_clone(self, clone, predicting=None):
         """The predictions of the clone (or of the model `predicting` that
         holds it), then the clone's count of trainable weights, with the model's."""
-        compared = compare(self.expected, predict(predicting or clone, self.inputs))
+        compared = compare(self.expected, predict(self.keras, predicting or clone, self.inputs))
         want, have = len(self.model.trainable_weights), len(clone.trainable_weights)
         if compared["result"] == OK and have != want:
             return result(WRONG, "{} trainable weights instead of {}".format(have, want))
@@ -416,15 +426,16 @@ class Checks(object):
         keras = self.keras
         outer_inputs = new_inputs(keras, self.model, "nested")
         outer = keras.models.Model(outer_inputs, called_on(keras, self.model, outer_inputs))
-        return compare(self.expected, predict(outer, self.inputs))
+        return compare(self.expected, predict(self.keras, outer, self.inputs))
 
     def check_called_twice(self):
         keras = self.keras
         first, second = (new_inputs(keras, self.model, name) for name in ("first", "second"))
         twice = keras.models.Model(first + second, called_on(keras, self.model, first)
                                    + called_on(keras, self.model, second))
-        expected = self.expected + predict(self.model, self.other_inputs)
-        return compare(expected, predict(twice, self.inputs + self.other_inputs))
+        expected = self.expected + predict(self.keras, self.model, self.other_inputs)
+        return compare(expected, predict(self.keras, twice,
+                                          self.inputs + self.other_inputs))
 
     def check_original_unchanged(self):
         if not self.changes:
