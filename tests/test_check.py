@@ -38,7 +38,7 @@ else:
 import check_models  # noqa: E402 (numpy: only where keras is, after the skip)
 from keras_clone_fix._affected import api_version  # noqa: E402
 from keras_clone_fix._check import (  # noqa: E402
-    Checks, error_result, find_clone_model, find_multi_gpu_model, make_inputs)
+    Checks, as_list, error_result, find_clone_model, find_multi_gpu_model, make_inputs, predict)
 from keras_clone_fix._report import section  # noqa: E402
 from keras_clone_fix._side import facts  # noqa: E402
 
@@ -423,6 +423,22 @@ def test_tf_keras_package_on_tensorflow_2_16(tmp_path):
                                          keras.__version__))
     assert report["summary"].startswith("tf_keras {} of tensorflow {} is not affected".format(
         keras.__version__, tensorflow.__version__))
+
+
+@pytest.mark.skipif(not TF_KERAS_PACKAGE, reason="needs tf_keras on TensorFlow 2.16+")
+def test_eager_tf_keras_is_called_not_traced_by_predict(monkeypatch):
+    """Where tf.keras executes eagerly, the checks call the model in
+    inference mode: predict() traces a function for each model there, and
+    computes the same."""
+    import numpy
+    model = check_models.randomized(check_models.shared_masked_encoder(keras))
+    inputs = make_inputs(keras, model, 4, 8, 0)
+    expected = as_list(model.predict(inputs, batch_size=4))
+    monkeypatch.setattr(type(model), "predict", lambda *args, **kwargs: pytest.fail("traced"))
+    got = predict(keras, model, inputs)
+    assert len(got) == len(expected) == 2
+    for want, have in zip(expected, got):
+        numpy.testing.assert_allclose(have, want, rtol=1e-6, atol=1e-6)
 
 
 # --- bad input: one clear line, exit status 2, the JSON says so ---------------
