@@ -42,10 +42,11 @@ QUIET_TF = {"TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONWARNINGS": "ignore::DeprecationW
 #   every layer call runs), the families imported and the Python, not on the
 #   release. They run in keras 2.2.5 with TensorFlow 1.14 (keras's function
 #   and method, as 2.2.4's, and tf.keras 1.14's method: both families in one
-#   process, Python 3.7), tf-1.12 (all three kinds, Python 3.6) and Python 2.7, and where
-#   nothing is patched, in keras-3 and the wheel sessions; the others leave
-#   them. Each release still proves its own activation: its self-check and
-#   tests run patched by the .pth (tf.keras: by all three ways in).
+#   process, Python 3.7), tf-1.12 (all three kinds, Python 3.6) and Python
+#   2.7, and where nothing is patched, in keras-3 and the wheel sessions; the
+#   others leave them. Each release still proves its own activation: its
+#   self-check and tests run patched by the .pth (tf.keras: by all three ways
+#   in).
 # - Those marked `check_command` (how `check` treats files, options and
 #   input) do not depend on the backend or the patched targets: they run for
 #   each family at both ends of its releases and Python (keras 2.0.0 and
@@ -192,8 +193,8 @@ def install(session, *requirements):
     wheel = built_wheel()
     # The constraints by their content, not their path: a clone elsewhere (CI's)
     # finds the environments built here.
-    built_from = "\n".join(("pytest",) + requirements + wheel_dependencies(wheel) + tuple(
-        read(path) for path in constraints[1:])) + "\n"
+    built_from = "\n".join(("pytest",) + requirements + wheel_dependencies(wheel) + (
+        (read(CONSTRAINTS_36),) if constraints else ())) + "\n"
     location = session.virtualenv.location
     stamp = os.path.join(location, BUILT_FROM)
     if os.path.exists(stamp) and read(stamp) == built_from:

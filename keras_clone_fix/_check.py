@@ -329,9 +329,8 @@ def predict(keras, model, inputs):
     seconds apiece, about half of a small model's check."""
     import numpy
     given = inputs if len(inputs) > 1 else inputs[0]
-    tensorflow = sys.modules.get("tensorflow")
-    if keras.__name__.split(".")[0] in ("tensorflow", "tf_keras") and getattr(
-            tensorflow, "executing_eagerly", lambda: False)():
+    if release_of(keras)[0] in ("tensorflow", "tf_keras") and getattr(
+            sys.modules["tensorflow"], "executing_eagerly", lambda: False)():
         got = model(given, training=False)
     else:
         got = model.predict(given, batch_size=len(inputs[0]))
