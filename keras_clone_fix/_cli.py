@@ -178,11 +178,13 @@ def _print_error(message):
 
 def _failed(arguments, message, known, code):
     """Exit `code` with the message on stderr; with --json, stdout still
-    holds the report: ok false, the error, and what was known."""
+    holds the report: ok false, the error, the model file it is about (of
+    several, the first that could not be checked) and what was known."""
     _print_error(message)
     if arguments.json:
         report = _header()
-        report.update([("ok", False), ("error", message), ("model", arguments.model_file)])
+        report.update([("ok", False), ("error", message),
+                       ("model", known.get("model", arguments.model_files[0]))])
         report.update((key, value) for key, value in known.items() if key not in report)
         print(_report.as_json(report))
     return code
@@ -207,8 +209,37 @@ def _not_loaded(patched, unpatched):
                 peak_memory_mb=unpatched["peak_memory_mb"])
 
 
+def _about_files(arguments):
+    """What each model file says about itself, and the family that loads
+    them all; BadInput (its `known` naming the file) for one that cannot be
+    checked, or for files of two families with neither --keras nor --tf-keras."""
+    if len(arguments.model_files) > 1 and (arguments.weights or arguments.inputs):
+        raise _model_file.BadInput("--weights and --inputs go with one model file, not {}".format(
+            len(arguments.model_files)))
+    about = []
+    for path in arguments.model_files:
+        try:
+            found = _model_file.inspect_file(path, arguments.weights)
+            _model_file.refuse_code(path, found["code_layers"], arguments.no_safe_mode)
+        except _model_file.BadInput as error:
+            error.known.setdefault("model", path)
+            raise
+        about.append((path, found))
+    saved_by = collections.OrderedDict(
+        (found["saved_by"], path) for path, found in about if found["saved_by"])
+    if len(saved_by) > 1 and not arguments.family:
+        (one, one_path), (other, other_path) = list(saved_by.items())[:2]
+        raise _model_file.BadInput("{} was saved by {}, {} by {}: give --keras or --tf-keras, or "
+                                   "check them in separate runs".format(
+                                       one_path, one, other_path, other))
+    family = arguments.family or next(iter(saved_by), None) or (
+        KERAS if installed("keras") else TF_KERAS)
+    return about, family
+
+
 def run_check(arguments):
-    """The report of MODEL_FILE (dict) and the exit code."""
+    """The report of the model files (dict: one file's, or {"models": [one
+    for each]}) and the exit code."""
     started = time.time()
     show = not (arguments.quiet or arguments.json)
 
@@ -217,23 +248,23 @@ def run_check(arguments):
             sys.stderr.write("check: {}\n".format(text))
             sys.stderr.flush()
 
-    about = _model_file.inspect_file(arguments.model_file, arguments.weights)
-    _model_file.refuse_code(arguments.model_file, about["code_layers"], arguments.no_safe_mode)
-    file_format = about["format"]
-    family = arguments.family or about["saved_by"] or (KERAS if installed("keras") else TF_KERAS)
+    about, family = _about_files(arguments)
     package = "keras" if family == KERAS else "tensorflow"
     if not installed(package):
         raise _model_file.BadInput("{}: {} loads this model, but {} is not installed".format(
-            arguments.model_file, family, package), {"family": family})
+            arguments.model_files[0], family, package), {"family": family})
     scratch = tempfile.mkdtemp(prefix="keras-clone-fix-check-")
+    loaded = about[0][0] if len(about) == 1 else "{} model files in turn".format(len(about))
     try:
         request = dict(
-            model_file=os.path.abspath(arguments.model_file), format=file_format, family=family,
-            custom_objects=arguments.custom_objects, keras_version=about["keras_version"],
-            inputs=arguments.inputs and os.path.abspath(arguments.inputs),
-            weights=arguments.weights and os.path.abspath(arguments.weights),
-            batch=arguments.batch, timesteps=arguments.timesteps, seed=arguments.seed,
-            initial_weights=os.path.join(scratch, "initial.weights.h5"))
+            family=family, custom_objects=arguments.custom_objects, batch=arguments.batch,
+            timesteps=arguments.timesteps, seed=arguments.seed, models=[dict(
+                model_file=os.path.abspath(path), format=found["format"],
+                keras_version=found["keras_version"],
+                inputs=arguments.inputs and os.path.abspath(arguments.inputs),
+                weights=arguments.weights and os.path.abspath(arguments.weights),
+                initial_weights=os.path.join(scratch, "initial-{}.weights.h5".format(index)))
+                for index, (path, found) in enumerate(about)])
         # Not affected: no side without the fix, whose results would be discarded.
         version = installed_version(package)
         affected = is_affected(package, version)[0] if version else None
@@ -241,46 +272,58 @@ def run_check(arguments):
             progress("{}{} {} is not affected: only the side with the fix imports {} and loads "
                      "{} in a new interpreter (TensorFlow and a large model take a while)".format(
                          "" if package == "keras" else "tf.keras of ", package, version, family,
-                         arguments.model_file))
+                         loaded))
         else:
             progress("the sides with and without the fix each import {} and load {} in a new "
                      "interpreter, {} (TensorFlow and a large model take a while)".format(
-                         family, arguments.model_file,
+                         family, loaded,
                          "one after the other" if arguments.jobs == 1 else "at the same time"))
-        sides = _side.run_sides(request, scratch, arguments.jobs, lambda name, text: progress(
+        models = _side.run_sides(request, scratch, arguments.jobs, lambda name, text: progress(
             "{}: {}".format(_report.HEADINGS[name], text)), affected)
-        if "bad_input" in sides[_report.PATCHED]:
-            patched = sides[_report.PATCHED]
-            raise _model_file.BadInput(patched.pop("bad_input"), patched)
-        if "bad_input" in sides.get(_report.UNPATCHED, {}):
-            sides[_report.UNPATCHED] = _not_loaded(sides[_report.PATCHED],
-                                                   sides[_report.UNPATCHED])
-        sides = collections.OrderedDict(
-            (name, sides[name]) for name in (_report.UNPATCHED, _report.PATCHED) if name in sides)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    report = _header()
-    report.update(_report.section(arguments.model_file, _weights_text(arguments, file_format),
-                                  sides, arguments.inputs or _report.MADE_INPUTS))
+    sections = [_section(arguments, path, found, sides)
+                for (path, found), sides in zip(about, models)]
     progress("done in {:.1f} s".format(time.time() - started))
-    _refuse_without_predictions(arguments, report)
-    return report, WORKS if report["ok"] else FAILS
+    report = _header()
+    if len(sections) == 1:
+        report.update(sections[0])
+    else:
+        report["models"] = sections
+    return report, WORKS if all(made["ok"] for made in sections) else FAILS
 
 
-def _refuse_without_predictions(arguments, report):
+def _section(arguments, path, about, sides):
+    """The report of one model file from its sides' results; BadInput where
+    it could not be checked."""
+    if "bad_input" in sides[_report.PATCHED]:
+        patched = sides[_report.PATCHED]
+        patched["model"] = path
+        raise _model_file.BadInput(patched.pop("bad_input"), patched)
+    if "bad_input" in sides.get(_report.UNPATCHED, {}):
+        sides[_report.UNPATCHED] = _not_loaded(sides[_report.PATCHED], sides[_report.UNPATCHED])
+    sides = collections.OrderedDict(
+        (name, sides[name]) for name in (_report.UNPATCHED, _report.PATCHED) if name in sides)
+    made = _report.section(path, _weights_text(arguments, about["format"]), sides,
+                           arguments.inputs or _report.MADE_INPUTS)
+    _refuse_without_predictions(arguments, made)
+    return made
+
+
+def _refuse_without_predictions(arguments, made):
     """BadInput where the model could not predict on the inputs: then no
     check ran, and a verdict would say nothing."""
-    load = report["checks"]["load"][_report.PATCHED]
+    load = made["checks"]["load"][_report.PATCHED]
     if load["result"] not in _check.FAILED:
         return
     inputs = "the arrays of " + arguments.inputs if arguments.inputs else \
         "inputs made from its input shapes and dtypes ({})".format(
-            ", ".join(_report.shape_text(shape) for shape in report["inputs"]["shapes"]))
+            ", ".join(_report.shape_text(shape) for shape in made["inputs"]["shapes"]))
     raise _model_file.BadInput(
         "{}: no check ran: the model cannot predict on {}: {}; give it inputs it can take "
         "with --inputs FILE.npz (one array per input, by input name or arr_0, arr_1 ... in "
-        "input order)".format(arguments.model_file, inputs, load["detail"]),
-        collections.OrderedDict((key, value) for key, value in report.items()
+        "input order)".format(made["model"], inputs, load["detail"]),
+        collections.OrderedDict((key, value) for key, value in made.items()
                                 if key != "summary"))
 
 
@@ -316,8 +359,9 @@ def _check_parser():
         description="Check a saved model: whether this Keras breaks rebuilding it (clone_model, "
                     "nesting, shared calls, multi_gpu_model), and that keras-clone-fix "
                     "rebuilds it exactly. Each side runs in its own interpreter.")
-    parser.add_argument("model_file", metavar="MODEL_FILE",
-                        help="a model saved with model.save() (HDF5) or model.to_json() (JSON)")
+    parser.add_argument("model_files", metavar="MODEL_FILE", nargs="+",
+                        help="a model saved with model.save() (HDF5) or model.to_json() (JSON); "
+                             "several are checked in turn by the same interpreters")
     parser.add_argument("--custom-objects", metavar="SPEC", action="append", default=[],
                         help="MODULE:NAME (a dict, or a function returning one) or MODULE (its "
                              "public classes and functions); repeatable")
@@ -386,7 +430,8 @@ def main(argv=None):
     if arguments.json:
         print(_report.as_json(dict(report, ok=code == WORKS)))
     elif arguments.command == "check":
-        print("\n".join(_report.text(report)))
+        print("\n\n".join("\n".join(_report.text(made))
+                           for made in report.get("models", [report])))
     else:
         _print_self_check(report)
     return code

@@ -1,13 +1,15 @@
-"""A side: the check engine run on one model in one interpreter, whose fix
+"""A side: the check engine run on models in one interpreter, whose fix
 state (patched or not) is the one being checked.
 
 `check` runs each side in its own interpreter (`python -m
 keras_clone_fix._side REQUEST`), both at once unless told otherwise: it
 writes a request (JSON) to its scratch directory, reads each side's
 progress lines on stdout ("PROGRESS ...") as they come, and the side's
-result (JSON) and predictions (.npz) from the files the request names;
-the `load` check of the side without the fix is the comparison of the two
-sides' predictions. The self-check calls run_checks in its own (the
+results (JSON: one for each model file, in order) and predictions (.npz,
+one for each model) from the files the request names; the `load` check of
+the side without the fix is the comparison of the two sides' predictions.
+A side checks its model files one after the other, each on a new graph
+(the backend's clear_session), so that Keras is imported once for all. The self-check calls run_checks in its own (the
 caller's) interpreter, on the built-in model, with the fix as it is there.
 """
 
@@ -76,16 +78,18 @@ def facts(family, keras):
 def run_checks(family, make_model, batch=4, timesteps=8, seed=0, progress=lambda text: None,
                started=None, inputs_file=None, objects=None):
     """(side: dict, the model's predictions): the engine on make_model(keras);
-    `started`: when importing the family began; `inputs_file`: the user's
+    `started`: when importing the family began (None: imported already,
+    nothing to say); `inputs_file`: the user's
     arrays (.npz), else inputs are made from the model's; `objects`: the
     custom objects the model is loaded with, in scope (Keras's
     CustomObjectScope) while it is loaded and every rebuild is made, as a
     user rebuilds it."""
     import keras_clone_fix
-    started = started or time.time()
     keras = family_module(family)
     side = facts(family, keras)
-    progress("imported {} in {:.1f} s".format(_check.release_name(keras), time.time() - started))
+    if started is not None:
+        progress("imported {} in {:.1f} s".format(_check.release_name(keras),
+                                                  time.time() - started))
     _check.simulate_two_gpus(keras)
     with keras.utils.CustomObjectScope(objects or {}):
         started = time.time()
@@ -129,11 +133,11 @@ def _native(path):
     return path.encode(sys.getfilesystemencoding() or "utf-8")
 
 
-def _model_maker(request, objects):
-    """make_model(keras) for run_checks. A JSON file without --weights has
-    none: the side with the fix saves its initial ones, and the other,
-    running at the same time, waits for them (the `check` command stops it
-    if they never come)."""
+def _model_maker(request, fix, objects):
+    """make_model(keras) for run_checks, of one model file of the request.
+    A JSON file without --weights has none: the side with the fix saves its
+    initial ones, and the other, running at the same time, waits for them
+    (the `check` command stops it if they never come)."""
     from keras_clone_fix import _model_file
 
     def make_model(keras):
@@ -141,13 +145,13 @@ def _model_maker(request, objects):
         weights = _native(request["weights"])
         _model_file.refuse_later_release(keras, request["model_file"], request["keras_version"])
         shares_initial_weights = request["format"] == "json" and weights is None
-        if shares_initial_weights and not request["fix"]:
+        if shares_initial_weights and not fix:
             while not os.path.exists(initial):
                 time.sleep(0.1)
             weights = initial
         model = _model_file.load(keras, _native(request["model_file"]), request["format"],
                                  objects, weights)
-        if shares_initial_weights and request["fix"]:
+        if shares_initial_weights and fix:
             # Keras 3 writes weights only to names ending in .weights.h5
             writing = os.path.join(os.path.dirname(initial),
                                    "writing-" + os.path.basename(initial))
@@ -167,6 +171,20 @@ def _peak_memory_mb():
     return int(round(peak / (1024.0 * 1024 if sys.platform == "darwin" else 1024.0)))
 
 
+def _new_graph(family):
+    """Forget the previous model's graph and session (Theano keeps none)."""
+    clear_session = getattr(family_module(family).backend, "clear_session", None)
+    if clear_session is not None:
+        clear_session()
+
+
+def _refused(family, error):
+    """A side's result where its model could not be checked: the facts known."""
+    side = known_facts(family)
+    side["bad_input"] = str(error)
+    return side
+
+
 def main(request_path):
     with open(request_path) as opened:
         request = json.load(opened)
@@ -178,26 +196,42 @@ def main(request_path):
     started = time.time()
     import numpy
     import keras_clone_fix
+    from keras_clone_fix import _model_file
+    family, models, sides, marks = request["family"], request["models"], [], [started]
     try:
         if request["fix"]:  # imports the family, patched
             keras_clone_fix.patch()
-        from keras_clone_fix import _model_file
         # The user's modules import Keras: after patch(), as a user's program.
         objects = _model_file.custom_objects([_native(spec) for spec in request["custom_objects"]])
-        side, predictions = run_checks(
-            request["family"], _model_maker(request, objects), request["batch"],
-            request["timesteps"], request["seed"], progress, started, _native(request["inputs"]),
-            objects)
-        if predictions is not None:
-            numpy.savez(request["predictions"], *predictions)
-    except BadInput as error:
-        side = known_facts(request["family"])
-        side["bad_input"] = str(error)
-    side["peak_memory_mb"] = _peak_memory_mb()
-    progress("finished in {:.1f} s{}".format(time.time() - started, "" if side[
-        "peak_memory_mb"] is None else ", peak memory {} MB".format(side["peak_memory_mb"])))
+        refused = None
+    except BadInput as error:  # no model can load
+        refused = error
+    for index, model in enumerate(models):
+        if len(models) > 1:
+            progress("model {} of {}: {}".format(index + 1, len(models), model["model_file"]))
+        if refused is not None:
+            side = _refused(family, refused)
+        else:
+            if index:
+                _new_graph(family)
+            try:
+                side, predictions = run_checks(
+                    family, _model_maker(model, request["fix"], objects), request["batch"],
+                    request["timesteps"], request["seed"], progress, None if index else started,
+                    _native(model["inputs"]), objects)
+                if predictions is not None:
+                    numpy.savez(model["predictions"], *predictions)
+            except BadInput as error:
+                side = _refused(family, error)
+        # Its seconds since the previous model's (the first's: since this side began).
+        side["seconds"], side["peak_memory_mb"] = time.time() - marks[-1], _peak_memory_mb()
+        marks.append(time.time())
+        sides.append(side)
+    peak = sides[-1]["peak_memory_mb"]
+    progress("finished in {:.1f} s{}".format(time.time() - started, "" if peak is None else
+                                             ", peak memory {} MB".format(peak)))
     with open(request["result"], "w") as opened:
-        json.dump(side, opened)
+        json.dump(sides, opened)
 
 
 # --- in the `check` command's interpreter ------------------------------------
@@ -212,8 +246,10 @@ class _Running(object):
 
     def __init__(self, request, scratch, name, fix, progress):
         self.name = name
-        self.request = dict(request, fix=fix, result=os.path.join(scratch, name + ".json"),
-                            predictions=os.path.join(scratch, name + "-predictions.npz"))
+        self.request = dict(request, fix=fix, result=os.path.join(scratch, name + ".json"))
+        self.request["models"] = [
+            dict(model, predictions=os.path.join(scratch, "{}-predictions-{}.npz".format(
+                name, index))) for index, model in enumerate(request["models"])]
         request_path = os.path.join(scratch, name + "-request.json")
         with open(request_path, "w") as opened:
             json.dump(self.request, opened)
@@ -235,8 +271,9 @@ class _Running(object):
                 progress(self.name, line[len(PROGRESS):].rstrip("\n"))
         self.process.stdout.close()
 
-    def result(self):
-        """The side's result (dict), once it has ended, with its wall time."""
+    def results(self):
+        """The side's result for each model (dicts), once it has ended, each
+        with its wall time: the first's from the interpreter's start."""
         self.process.wait()
         self.reader.join()
         seconds = time.time() - self.started
@@ -246,17 +283,20 @@ class _Running(object):
             raise SideFailed("the interpreter {} ended with status {} and no result:\n{}".format(
                 self.name, self.process.returncode, "\n".join(tail)))
         with open(self.request["result"]) as opened:
-            side = json.load(opened, object_pairs_hook=collections.OrderedDict)
-        side["seconds"] = round(seconds, 1)
-        return side
+            sides = json.load(opened, object_pairs_hook=collections.OrderedDict)
+        sides[0]["seconds"] += seconds - sum(side["seconds"] for side in sides)
+        for side in sides:
+            side["seconds"] = round(side["seconds"], 1)
+        return sides
 
-    def predictions(self):
-        """The model's predictions on this side, None if it made none."""
-        if not os.path.exists(self.request["predictions"]):
+    def predictions(self, index):
+        """The predictions of model `index` on this side, None if it made none."""
+        path = self.request["models"][index]["predictions"]
+        if not os.path.exists(path):
             return None
         import numpy
-        with numpy.load(self.request["predictions"]) as saved:
-            return [saved["arr_{}".format(index)] for index in range(len(saved.files))]
+        with numpy.load(path) as saved:
+            return [saved["arr_{}".format(number)] for number in range(len(saved.files))]
 
     def stop(self):
         if self.process.poll() is None:
@@ -265,14 +305,15 @@ class _Running(object):
 
 
 def run_sides(request, scratch, jobs, progress, affected=None):
-    """{side name: result}: the side with the fix (PATCHED) and, where the
-    release is affected, the side without it (UNPATCHED), whose `load` check
-    compares its predictions with the other's. With jobs > 1 both run at
-    once (the second stopped if the first finds nothing to compare: bad
-    input, a model that cannot predict), unless `affected` (what the
-    installed release's metadata says) is False: then the side without the
-    fix starts only if the first finds the release affected after all.
-    progress(side name, text) is called from a thread of each side."""
+    """For each model of the request, {side name: result}: the side with the
+    fix (PATCHED) and, where the release is affected, the side without it
+    (UNPATCHED), whose `load` check compares its predictions with the
+    other's. With jobs > 1 both run at once (the second stopped if the first
+    finds nothing to compare: bad input, a model that cannot predict),
+    unless `affected` (what the installed release's metadata says) is False:
+    then the side without the fix starts only if the first finds the release
+    affected after all. progress(side name, text) is called from a thread of
+    each side."""
     running = []
 
     def start(name, fix):
@@ -282,16 +323,18 @@ def run_sides(request, scratch, jobs, progress, affected=None):
     try:
         patched = start(PATCHED, True)
         unpatched = start(UNPATCHED, False) if jobs > 1 and affected is not False else None
-        sides = collections.OrderedDict([(PATCHED, patched.result())])
-        if ("bad_input" in sides[PATCHED] or not sides[PATCHED]["affected"]
-                or sides[PATCHED]["checks"]["load"]["result"] in _check.FAILED):
-            return sides  # nothing to compare: no check can say anything
+        models = [collections.OrderedDict([(PATCHED, side)]) for side in patched.results()]
+        if any("bad_input" in sides[PATCHED] or not sides[PATCHED]["affected"]
+               or sides[PATCHED]["checks"]["load"]["result"] in _check.FAILED
+               for sides in models):
+            return models  # a model with nothing to compare ends the command
         unpatched = unpatched or start(UNPATCHED, False)
-        sides[UNPATCHED] = unpatched.result()
-        expected, got = patched.predictions(), unpatched.predictions()
-        if expected is not None and got is not None:
-            sides[UNPATCHED]["checks"]["load"] = _check.compare(expected, got)
-        return sides
+        for index, (sides, side) in enumerate(zip(models, unpatched.results())):
+            sides[UNPATCHED] = side
+            expected, got = patched.predictions(index), unpatched.predictions(index)
+            if expected is not None and got is not None:
+                side["checks"]["load"] = _check.compare(expected, got)
+        return models
     finally:
         for side in running:
             side.stop()

@@ -226,6 +226,33 @@ def fresh_graph():
         backend.clear_session()
 
 
+@pytest.fixture(scope="session")
+def user_module(tmp_path_factory):
+    """(directory, module): the user's module of custom objects for the family
+    tests/test_check.py checks, importable here and, through PYTHONPATH, in
+    the `check` command's interpreters."""
+    import check_models
+    from test_check import FAMILY
+    directory = tmp_path_factory.mktemp("user")
+    (directory / "user_layers.py").write_text(check_models.CUSTOM_OBJECTS_MODULE.format(
+        import_keras=check_models.IMPORT_KERAS[FAMILY]))
+    sys.path.insert(0, str(directory))
+    try:
+        yield str(directory), importlib.import_module("user_layers")
+    finally:
+        sys.path.remove(str(directory))
+        sys.modules.pop("user_layers", None)
+
+
+@pytest.fixture(scope="session")
+def checked_models(tmp_path_factory, user_module):
+    """One `check` run of every model of tests/test_check.py's CHECKED that
+    the release can check (test_check.check_at_once): its tests, and
+    tests/test_check_inputs.py's, each read their model's report."""
+    from test_check import check_at_once
+    return check_at_once(tmp_path_factory.mktemp("checked"), user_module)
+
+
 @pytest.fixture
 def restore_fix_state():
     with _activation.restoring():

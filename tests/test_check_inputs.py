@@ -11,9 +11,10 @@ import sys
 
 import pytest
 
+from conftest import run_python
 from test_check import (FAMILY, KERAS_AFFECTED, VERSION, assert_bad_input, assert_fixed,
-                        assert_unpatched_fails, check, compiles_for_minutes_on_theano, keras,
-                        UNAFFECTED_RELEASE, needs_return_state, results, saved)
+                        assert_unpatched_fails, check, checked_model, keras, UNAFFECTED_RELEASE,
+                        results, saved)
 from test_check import TENSORFLOW
 
 import check_models  # numpy: only where keras is, after test_check's skip
@@ -32,26 +33,19 @@ def fresh_graph():
 
 # --- inputs a model can take --------------------------------------------------
 
-@compiles_for_minutes_on_theano
-@pytest.mark.skipif(KERAS_AFFECTED and VERSION < (2, 0, 9), reason="keras before its RNN "
-                    "rewrite (2.0.9) cannot load a model whose LSTM takes initial_state")
-def test_word_level_decoder_with_float32_token_ids(tmp_path):
+def test_word_level_decoder_with_float32_token_ids(checked_models):
     """Token ids in [1, input_dim) for the float32 input that reaches the
     Embedding through a Dropout; normal values for the states."""
-    model = check_models.randomized(check_models.word_level_decoder(keras))
-    code, report, stderr = check(saved(model, tmp_path))
+    code, report, stderr = checked_model(checked_models, "word_level_decoder")
     assert_fixed(code, report, stderr)
-    assert report["inputs"] == {"source": MADE, "shapes": [[4, 8], [4, 8], [4, 8]]}
+    assert report["inputs"] == {"source": MADE, "shapes": [[4, 5], [4, 8], [4, 8]]}
     assert set(results(report, "patched").values()) - {"unavailable"} == {"ok"}
     if KERAS_AFFECTED and VERSION < (2, 2, 5):
         assert_unpatched_fails(report, {"clone": "error", "clone_of_clone": "error"})
 
 
-@compiles_for_minutes_on_theano
-@needs_return_state
-def test_word_level_encoder_with_float32_token_ids(tmp_path):
-    model = check_models.randomized(check_models.word_level_encoder(keras))
-    code, report, stderr = check(saved(model, tmp_path), "--timesteps", "5")
+def test_word_level_encoder_with_float32_token_ids(checked_models):
+    code, report, stderr = checked_model(checked_models, "word_level_encoder")
     assert_fixed(code, report, stderr)
     assert report["inputs"] == {"source": MADE, "shapes": [[4, 5]]}
     assert report["checks"]["load"]["patched"]["result"] == "ok"
@@ -140,6 +134,18 @@ def test_file_of_a_later_release_is_named(name, version):
                          "keras " + keras.__version__ if FAMILY == "keras" else
                          "tf.keras " + keras.__version__))
     assert "--custom-objects" not in stderr and report["family"] == FAMILY
+
+
+@pytest.mark.check_command
+def test_files_of_two_families_need_the_family_named():
+    """Without --keras or --tf-keras, each file's family is the one that saved it."""
+    tf_keras_file, keras_file = (os.path.join(DATA, name) for name in (
+        "dense_tf_keras_1.12.h5", "dense_keras_3.h5"))
+    finished = run_python(["-m", "keras_clone_fix", "check", tf_keras_file, keras_file])
+    assert finished.returncode == 2 and finished.stdout == ""
+    assert finished.stderr == "python -m keras_clone_fix check: {} was saved by tf.keras, {} by " \
+        "keras: give --keras or --tf-keras, or check them in separate runs\n".format(
+            tf_keras_file, keras_file)
 
 
 @pytest.mark.skipif(FAMILY != "tf.keras" or not (1, 10) <= TENSORFLOW < (1, 12),

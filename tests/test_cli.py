@@ -119,10 +119,14 @@ def test_parse_arguments(argv, command):
     arguments = parse_arguments(argv)
     assert arguments.command == command
     if command:
-        assert arguments.model_file == "model.h5"
+        assert arguments.model_files == ["model.h5"]
     if len(argv) > 2:
         assert (arguments.family, arguments.custom_objects, arguments.batch, arguments.json,
                 arguments.quiet) == ("tf.keras", ["a:b", "c"], 2, True, True)
+
+
+def test_parse_arguments_takes_several_model_files():
+    assert parse_arguments(["check", "a.h5", "b.json", "--json"]).model_files == ["a.h5", "b.json"]
 
 
 @pytest.mark.parametrize("argv", [["check"], ["chek", "model.h5"], ["check", "m.h5", "--seed"]])
