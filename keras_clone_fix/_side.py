@@ -9,8 +9,9 @@ results (JSON: one for each model file, in order) and predictions (.npz,
 one for each model) from the files the request names; the `load` check of
 the side without the fix is the comparison of the two sides' predictions.
 A side checks its model files one after the other, each on a new graph
-(the backend's clear_session), so that Keras is imported once for all. The self-check calls run_checks in its own (the
-caller's) interpreter, on the built-in model, with the fix as it is there.
+(the backend's clear_session): Keras is imported once for all. The
+self-check calls run_checks in its own (the caller's) interpreter, on the
+built-in model, with the fix as it is there.
 """
 
 import collections

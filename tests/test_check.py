@@ -136,8 +136,9 @@ def risks_of(report, layer):
 
 
 def assert_fixed(code, report, stderr):
-    """Exit 0 (code None: one of several files, see checked_model), the family's facts, every check right with the fix, and
-    every check that the fix turns from failing to passing named by a risk."""
+    """Exit 0 (code None: one of several files, see checked_model), the
+    family's facts, every check right with the fix, and every check that
+    the fix turns from failing to passing named by a risk."""
     assert report is not None, stderr
     assert code in (0, None) and report["ok"] is True, json.dumps(report, indent=1)
     assert report["family"] == FAMILY and list(report["checks"]) == CHECKS
