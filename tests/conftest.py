@@ -217,6 +217,42 @@ def clone_mode(request):
         yield request.param
 
 
+# The backends of the families on TensorFlow 1.x, by module name: keras's
+# (where its backend is TensorFlow), tf.keras's from 1.10 and before.
+TF1_BACKEND_MODULES = ("keras.backend", "tensorflow.python.keras.backend",
+                       "tensorflow.python.keras._impl.keras.backend")
+
+
+def session_config(tf):
+    """The TensorFlow 1.x sessions the tests' own models run in: soft
+    placement (multi_gpu_model's two GPUs go on the CPU), and no graph
+    rewriting (the graph optimizer's L1 passes; Grappler, where TensorFlow
+    1.12+ lets it be switched off), much of a small graph's first run
+    (docs/testing.md). The graphs the tests compare are the ones Keras builds,
+    run the same way on both sides of each comparison; the `check`
+    command's sides and the self-check run with TensorFlow's defaults."""
+    config = tf.ConfigProto(allow_soft_placement=True)
+    config.graph_options.optimizer_options.opt_level = tf.OptimizerOptions.L0
+    rewriting = config.graph_options.rewrite_options
+    if "disable_meta_optimizer" in rewriting.DESCRIPTOR.fields_by_name:  # TensorFlow 1.12+
+        rewriting.disable_meta_optimizer = True
+    return config
+
+
+@pytest.fixture(autouse=True)
+def unoptimized_sessions():
+    """Before each test, a new session of session_config() for each family
+    imported on TensorFlow 1.x; nothing where none is (nothing is imported)."""
+    tensorflow = sys.modules.get("tensorflow")
+    if tensorflow is not None and tensorflow.__version__.startswith("1."):
+        for name in TF1_BACKEND_MODULES:
+            backend = sys.modules.get(name)
+            if backend is not None and getattr(backend, "backend", lambda: None)() == \
+                    "tensorflow":
+                backend.set_session(tensorflow.Session(config=session_config(tensorflow)))
+    yield
+
+
 @pytest.fixture
 def fresh_graph():
     """A new backend graph after the test (Theano has no session to clear)."""

@@ -11,7 +11,7 @@ import collections
 import pytest
 
 import keras_clone_fix
-from conftest import expect_upstream_failure, skip_module_unless_affected
+from conftest import expect_upstream_failure, session_config, skip_module_unless_affected
 
 skip_module_unless_affected(clones=False)
 
@@ -125,7 +125,7 @@ def two_gpus(monkeypatch):
                         lambda: ["/cpu:0", "/gpu:0", "/gpu:1"])
     if tensorflow.__version__.startswith("1."):
         tf = tensorflow.compat.v1
-        K.set_session(tf.Session(config=tf.ConfigProto(allow_soft_placement=True)))
+        K.set_session(tf.Session(config=session_config(tf)))
     else:  # TensorFlow 2 has no sessions to configure
         tensorflow.config.set_soft_device_placement(True)
 
