@@ -136,6 +136,17 @@ def test_file_of_a_later_release_is_named(name, version):
     assert "--custom-objects" not in stderr and report["family"] == FAMILY
 
 
+@pytest.mark.skipif(UNAFFECTED_RELEASE, reason="tf_keras 2.21 reads its own files; Keras 3's "
+                    "are named as the test above says")
+@pytest.mark.check_command
+def test_a_file_of_several_that_cannot_be_loaded_is_named(tmp_path):
+    """The sides find it: the command ends with exit 2 on that file."""
+    later = os.path.join(DATA, "dense_keras_3.h5")
+    code, report, stderr = check(saved(check_models.plain(keras), tmp_path), later)
+    assert_bad_input((code, report, stderr), "{} was saved by Keras 3.".format(later))
+    assert report["model"] == later and report["family"] == FAMILY
+
+
 @pytest.mark.check_command
 def test_files_of_two_families_need_the_family_named():
     """Without --keras or --tf-keras, each file's family is the one that saved it."""
