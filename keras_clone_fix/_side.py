@@ -198,7 +198,7 @@ def main(request_path):
     import numpy
     import keras_clone_fix
     from keras_clone_fix import _model_file
-    family, models, sides, marks = request["family"], request["models"], [], [started]
+    family, models, sides, since = request["family"], request["models"], [], started
     try:
         if request["fix"]:  # imports the family, patched
             keras_clone_fix.patch()
@@ -225,8 +225,8 @@ def main(request_path):
             except BadInput as error:
                 side = _refused(family, error)
         # Its seconds since the previous model's (the first's: since this side began).
-        side["seconds"], side["peak_memory_mb"] = time.time() - marks[-1], _peak_memory_mb()
-        marks.append(time.time())
+        now = time.time()
+        side["seconds"], side["peak_memory_mb"], since = now - since, _peak_memory_mb(), now
         sides.append(side)
     peak = sides[-1]["peak_memory_mb"]
     progress("finished in {:.1f} s{}".format(time.time() - started, "" if peak is None else

@@ -86,7 +86,8 @@ def why_not_here(limits):
 
 def skip_if(*limits):
     """A mark skipping the test where one of the limits holds."""
-    return pytest.mark.skipif(why_not_here(limits) is not None, reason=why_not_here(limits) or "")
+    reason = why_not_here(limits)
+    return pytest.mark.skipif(reason is not None, reason=reason or "")
 
 
 needs_return_state = skip_if(NO_RETURN_STATE)
@@ -217,7 +218,7 @@ def check_at_once(directory, user_module):
                           "user_layers:get_custom_objects"], pythonpath=user_module[0])
     assert run[1] is not None, run[2]
     return {"paths": paths, "run": run,
-            "reports": dict(zip(names, run[1]["models"] if len(paths) > 1 else [run[1]]))}
+            "reports": dict(zip(names, run[1].get("models", [run[1]])))}
 
 
 def checked_model(checked_models, name):
@@ -233,7 +234,7 @@ def checked_model(checked_models, name):
 def test_several_model_files_in_one_run(checked_models):
     """One report for each file, in order; exit 0 where every one is right."""
     code, report, stderr = checked_models["run"]
-    reports = report["models"] if len(checked_models["paths"]) > 1 else [report]
+    reports = report.get("models", [report])  # one file: its report alone
     assert [made["model"] for made in reports] == [str(path) for path in checked_models["paths"]]
     assert code == 0 and all(made["ok"] for made in reports), stderr
     if len(reports) > 1:  # what the command ran on once, then each model's facts
