@@ -351,7 +351,10 @@ def _wrap(target):
 
     owner, name, top = _resolve(target)
     holder, original = _spine(top)[-1]
-    fixed = _fix.build_fixed(original, target.rules)
+    # A classmethod (a model's from_config): wrapt binds it and passes its
+    # class as the instance, the twin's first argument.
+    function = original.__func__ if isinstance(original, classmethod) else original
+    fixed = _fix.build_fixed(function, target.rules)
 
     def call_fixed(wrapped, instance, args, kwargs):
         if instance is None:  # a function of a module

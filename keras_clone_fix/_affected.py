@@ -65,6 +65,7 @@ NESTED_OUTPUT_MASKS = "nested output masks"  # a model in a model, its outputs m
 LAMBDA_MASK = "lambda mask"  # Lambda(fn, mask=...): its config has no mask
 FROZEN_NESTED = "frozen nested model"  # a model in a model, trainable = False
 SURPLUS_MASKS = "surplus masks"  # compute_mask gives more masks than the layer has outputs
+CALLS_OUT_OF_ORDER = "calls out of order"  # a model's from_config makes a layer's calls reordered
 # GivenInputLayersKept answers how a clone is made (on given input_tensors),
 # nothing a model has.
 RULE_RISKS = {
@@ -80,19 +81,22 @@ RULE_RISKS = {
     "LambdaMaskKept": (LAMBDA_MASK,),
     "TrainableKept": (FROZEN_NESTED,),
     "GivenInputLayersKept": (),
+    "LayerCallsKeptInOrder": (CALLS_OUT_OF_ORDER,),
 }
 # The checks (_check.CHECKS) that a routine's mistakes endanger: the clone
 # routine clones (multi_gpu_model clones too); the routine that calls a model
 # on new tensors nests it, calls it twice, splits it for multi_gpu_model, and
 # runs for every model nested in another whenever that one is loaded or cloned;
 # Layer.__call__'s mask bookkeeping runs for every call of a nested model,
-# whichever routine (or the loading) calls it.
+# whichever routine (or the loading) calls it; a model's from_config loads
+# it, and makes every model nested in another when that one is loaded or cloned.
 CLONE_ROUTINE = "clone_functional_model"
 ROUTINE_CHECKS = {
     CLONE_ROUTINE: ("clone", "clone_of_clone", "multi_gpu", "original_unchanged"),
     "run_internal_graph": ("nested", "called_twice", "multi_gpu", "original_unchanged"),
     "set_mask_metadata": ("load", "clone", "clone_of_clone", "nested", "called_twice",
                           "multi_gpu"),
+    "from_config": ("load",),
 }
 NESTED_MODEL_CHECKS = ("load", "clone", "clone_of_clone")
 
@@ -166,6 +170,13 @@ TARGETS = (
            KERAS_NETWORK_RULES,
            "calling a model on new tensors; from 2.2.3 InputLayer supports masking itself",
            more_risks=(SURPLUS_MASKS,)),
+    Target("keras", "keras.engine.topology", "Container.from_config", (2, 0, 7), (2, 2, 0),
+           ("LayerCallsKeptInOrder",),
+           "a model made from its config (loading, and every nested model of a clone): a layer's "
+           "calls made out of order where one waits for another's (keras-team/keras#11159; "
+           "before 2.0.7 such a call raises instead)"),
+    Target("keras", "keras.engine.network", "Network.from_config", (2, 2, 0), (2, 2, 5),
+           ("LayerCallsKeptInOrder",), "the same routine in Network; 2.2.5 keeps the order"),
     # tf.keras: the same routines, moved from module to module by TensorFlow.
     Target("tensorflow", "tensorflow.python.keras._impl.keras.models", "_clone_functional_model",
            (1, 4, 0), (1, 9, 0), CLONE_RULES,
@@ -224,6 +235,15 @@ TARGETS = (
            ("CopyNodeArguments", "MapTensorsInCallArguments", "ArgumentsInInputsPassedOnce"),
            "the same, rewritten in 1.14 to call each layer on all its node's inputs: "
            "Bidirectional gets its initial_state twice"),
+    Target("tensorflow", "tensorflow.python.keras._impl.keras.engine.topology",
+           "Network.from_config", (1, 4, 0), (1, 7, 0), ("LayerCallsKeptInOrder",),
+           "a model made from its config (loading, and every nested model of a clone): a layer's "
+           "calls made out of order where one waits for another's (keras-team/keras#11159)"),
+    Target("tensorflow", "tensorflow.python.keras._impl.keras.engine.network",
+           "Network.from_config", (1, 7, 0), (1, 9, 0), ("LayerCallsKeptInOrder",),
+           "the same routine, moved to tf.keras's Network in 1.7"),
+    Target("tensorflow", "tensorflow.python.keras.engine.network", "Network.from_config",
+           (1, 9, 0), (1, 15, 0), ("LayerCallsKeptInOrder",), "the same, out of _impl in 1.9"),
     Target("tensorflow", "tensorflow.python.keras.engine.base_layer", "Layer._set_mask_metadata",
            (1, 11, 0), (1, 14, 0), ("MaskAlreadyComputedKept",),
            "Layer.__call__'s mask bookkeeping: a model called on new tensors has its output "

@@ -25,7 +25,7 @@ import sys
 import traceback
 
 from keras_clone_fix._affected import (
-    FROZEN_NESTED, LAMBDA_MASK, MASKED_CALL, MULTI_OUTPUT_MASK, NESTED_MASKED, NESTED_OUTPUT_MASKS,
+    CALLS_OUT_OF_ORDER, FROZEN_NESTED, LAMBDA_MASK, MASKED_CALL, MULTI_OUTPUT_MASK, NESTED_MASKED, NESTED_OUTPUT_MASKS,
     SHARED_MODEL, STATE_INPUTS, SURPLUS_MASKS, TENSOR_ARGUMENTS, api_version, endangered_checks,
     keras_version, targets_for)
 from keras_clone_fix._runtime import is_lambda
@@ -166,10 +166,59 @@ def release_of(keras):
     return package, keras_version(keras)
 
 
+def _inbound_calls(node_data):
+    """(layer name, node index) of each input of a call in a model config:
+    [name, node index, tensor index(, arguments)] items, nested in lists or
+    dicts (tf.keras 1.14)."""
+    if isinstance(node_data, dict):
+        node_data = list(node_data.values())
+    if isinstance(node_data, (list, tuple)):
+        if node_data and isinstance(node_data[0], (str, type(u""))):
+            yield node_data[0], node_data[1]
+        else:
+            for item in node_data:
+                for call in _inbound_calls(item):
+                    yield call
+
+
+def layers_called_out_of_order(config):
+    """The names of the layers whose calls `from_config` of keras 2.0.7 -
+    2.2.4 and tf.keras 1.4 - 1.14 makes in another order than a model's
+    config records: its queue replayed on the config. It makes each layer's
+    calls in turn and puts one that must wait for another layer's call
+    back at the end of the layer's queue (keras-team/keras#11159)."""
+    layers = config.get("layers") if isinstance(config, dict) else None
+    if not layers or any("inbound_nodes" not in layer for layer in layers):
+        return []  # a Sequential: made by its own from_config
+    made = {}  # layer name -> calls made; an input layer or a model has one of its own
+    queued = collections.OrderedDict()  # layer name -> [(index in the config, its inputs)]
+    for layer in layers:
+        inside = layer.get("config")
+        made[layer["name"]] = int(layer.get("class_name") == "InputLayer" or isinstance(
+            inside, list) or (isinstance(inside, dict) and "layers" in inside))
+        queued[layer["name"]] = [(index, list(_inbound_calls(node)))
+                                 for index, node in enumerate(layer["inbound_nodes"])]
+    order = dict((name, []) for name in queued)
+    progress = True
+    while progress:
+        progress = False
+        for name, calls in queued.items():
+            queued[name] = []
+            for index, inputs in calls:
+                if all(made.get(inbound, 0) > node for inbound, node in inputs):
+                    made[name] += 1
+                    order[name].append(index)
+                    progress = True
+                else:
+                    queued[name].append((index, inputs))
+    return [name for name in queued if order[name] != sorted(order[name])]
+
+
 def model_risks(keras, model):
     """[(layer path, risk (_affected's names), what in the layer meets it,
     whether it runs when a model nested in another is called)], in the
-    model's layer order, whatever the release."""
+    model's layer order, whatever the release; then the layers whose calls
+    the model's or a nested model's config makes out of order."""
     found = []
     for path, layer in all_layers(keras, model):
         nodes = inbound_nodes(layer)
@@ -217,6 +266,13 @@ def model_risks(keras, model):
             # keras 2.2.5 and tf.keras make an RNN's initial_state and constants inputs
             found.append((path, STATE_INPUTS, "an RNN called with initial_state or constants",
                           nested))
+    models = [("", model)] + [(path + "/", layer) for path, layer in all_layers(keras, model)
+                              if is_model(keras, layer)]
+    for prefix, each in models:
+        for name in layers_called_out_of_order(each.get_config()):
+            found.append((prefix + name, CALLS_OUT_OF_ORDER, "a layer whose calls the model's "
+                          "config makes out of order (one waits for another layer's)",
+                          bool(prefix)))
     return found
 
 

@@ -33,7 +33,7 @@ from keras_clone_fix import _cache
 from keras_clone_fix._runtime import (
     UnsupportedFunction, arguments_not_in_inputs, given_input_layers_mapped, keras_masks,
     lambda_mask_kept, mask_through_input_layer, one_mask_per_output, recorded_output_masks,
-    tensors_mapped, trainable_kept, without_propagated_mask)
+    layer_calls_in_order, tensors_mapped, trainable_kept, without_propagated_mask)
 
 _HELPER_PREFIX = "_keras_clone_fix_"
 # These rules' text as imported: a stored build is used only where the
@@ -513,6 +513,38 @@ class GivenInputLayersKept(Rule):
         return node
 
 
+class LayerCallsKeptInOrder(Rule):
+    """`for node_data in unprocessed_nodes.pop(layer): process_node(layer,
+    node_data)` -> `layer_calls_in_order(unprocessed_nodes, layer,
+    process_node)`.
+
+    A model's `from_config` (Keras 2.0.7 - 2.2.4, tf.keras of TensorFlow
+    1.4 - 1.14) queues each layer's calls and makes them layer by layer. A
+    call whose inputs were not made yet went back to the queue while the
+    layer's later calls were made: the rebuilt layer's nodes came in another
+    order, and the calls that name them by index took the wrong ones
+    (keras-team/keras#11159). A nested model of shared layers then came
+    back from a clone, or a saved file, computing something else, silently.
+    Keras 2.2.5 stops at the first call that must wait, and so does the fix.
+    """
+
+    helpers = (layer_calls_in_order,)
+
+    def visit_For(self, node):
+        self.generic_visit(node)
+        queued, body = node.iter, node.body
+        if (isinstance(queued, ast.Call) and _is_attribute(queued.func, "unprocessed_nodes", "pop")
+                and len(queued.args) == 1 and not node.orelse and len(body) == 1
+                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Call)
+                and _name(body[0].value.func) == "process_node"):
+            call = _call(_helper(layer_calls_in_order),
+                         ast.Name(id="unprocessed_nodes", ctx=ast.Load()),
+                         _unlocated_copy(queued.args[0]),
+                         ast.Name(id="process_node", ctx=ast.Load()))
+            return _located(self.rewritten(ast.Expr(value=call)), node)
+        return node
+
+
 def _function_def(original):
     """The ast of `original`'s definition, at its lines in its file.
 
@@ -548,8 +580,9 @@ def _function_def(original):
             last += 1
     body = module.body[0].body if indented else module.body
     definition = body[0] if len(body) == 1 else None
-    if not isinstance(definition, ast.FunctionDef) or definition.decorator_list:
-        raise UnsupportedFunction("its source is not one undecorated def")
+    decorators = [_name(decorator) for decorator in getattr(definition, "decorator_list", [])]
+    if not isinstance(definition, ast.FunctionDef) or decorators not in ([], ["classmethod"]):
+        raise UnsupportedFunction("its source is not one def, undecorated or a classmethod")
     return definition
 
 
@@ -612,6 +645,9 @@ def factory_code(original, rule_names):
     definition = _function_def(original)
     _check_source_is_running_code(definition, original)
     definition, helpers = apply_rules(definition, rule_names)
+    # The twin of a classmethod is its function: the classmethod stays Keras's
+    # (the wrapper is around it), and binds the class as it did.
+    definition.decorator_list = []
     # The twin takes the original's defaults; evaluated here they would need
     # the module's names (tf.keras 1.14: `layer_fn=_clone_layer`).
     arguments = definition.args

@@ -184,8 +184,21 @@ def given_input_layers_mapped(layer_map, inputs, input_tensors):
             layer_map[original_layer] = given_layer
 
 
+def layer_calls_in_order(unprocessed_nodes, layer, process_node):
+    """Makes a layer's queued calls of a model config in their order, up to
+    the first whose inputs are not made yet: that one goes back to the
+    queue (process_node queues it under `layer` again), and the calls after
+    it follow it there, so the rebuilt layer's nodes keep their indices."""
+    queued = unprocessed_nodes.pop(layer)
+    for index, node_data in enumerate(queued):
+        process_node(layer, node_data)
+        if layer in unprocessed_nodes:
+            unprocessed_nodes[layer].extend(queued[index + 1:])
+            return
+
+
 # What the fixed code may call, by name.
 HELPERS = dict((helper.__name__, helper) for helper in (
     one_mask_per_output, recorded_output_masks, without_propagated_mask, tensors_mapped,
     arguments_not_in_inputs, mask_through_input_layer, keras_masks, lambda_mask_kept,
-    trainable_kept, given_input_layers_mapped))
+    trainable_kept, given_input_layers_mapped, layer_calls_in_order))

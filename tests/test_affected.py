@@ -53,17 +53,19 @@ def test_parse_version(version, plain, leading):
     assert parse_version(version, leading=True) == leading
 
 
+CONTAINER = ["keras.models._clone_functional_model",
+             "keras.engine.topology.Container.run_internal_graph",
+             "keras.engine.topology.Container.from_config"]
+NETWORK_2_2 = ["keras.models._clone_functional_model",
+               "keras.engine.network.Network.run_internal_graph"]
+
+
 @pytest.mark.parametrize("version, patched", [
-    ("2.0.7", ["keras.models._clone_functional_model",
-               "keras.engine.topology.Container.run_internal_graph"]),
-    ("2.1.6", ["keras.models._clone_functional_model",
-               "keras.engine.topology.Container.run_internal_graph"]),
-    ("2.2.0", ["keras.models._clone_functional_model",
-               "keras.engine.network.Network.run_internal_graph"]),
-    ("2.3.1", ["keras.models._clone_functional_model",
-               "keras.engine.network.Network.run_internal_graph"]),
-    ("2.2.4-custom", ["keras.models._clone_functional_model",
-                      "keras.engine.network.Network.run_internal_graph"]),
+    ("2.0.6", ["keras.engine.topology.Container.run_internal_graph"]),
+    ("2.0.7", CONTAINER), ("2.1.6", CONTAINER),
+    ("2.2.0", NETWORK_2_2 + ["keras.engine.network.Network.from_config"]),
+    ("2.2.4-custom", NETWORK_2_2 + ["keras.engine.network.Network.from_config"]),
+    ("2.2.5", NETWORK_2_2), ("2.3.1", NETWORK_2_2),
     ("2.4.0", []), ("custom", []), (None, []),
 ])
 def test_keras_targets_for(version, patched):
@@ -80,19 +82,25 @@ def test_tensorflow_releases(version, affected):
 
 NETWORK = "tensorflow.python.keras.engine.network.Network._run_internal_graph"
 CLONE = "tensorflow.python.keras.models._clone_functional_model"
+FROM_CONFIG = "tensorflow.python.keras.engine.network.Network.from_config"
 MASKS = "tensorflow.python.keras.engine.base_layer.Layer._set_mask_metadata"
+IMPL = "tensorflow.python.keras._impl.keras."
 
 
 @pytest.mark.parametrize("version, patched", [
-    ("1.4.1", ["tensorflow.python.keras._impl.keras.models._clone_functional_model",
-               "tensorflow.python.layers.base.Network._run_internal_graph"]),
-    ("1.5.1", ["tensorflow.python.keras._impl.keras.models._clone_functional_model",
-               "tensorflow.python.layers.network.GraphNetwork._run_internal_graph"]),
-    ("1.8.0", ["tensorflow.python.keras._impl.keras.models._clone_functional_model",
-               "tensorflow.python.keras._impl.keras.engine.network.Network._run_internal_graph"]),
-    ("1.10.1", [CLONE, NETWORK]), ("1.11.0", [CLONE, NETWORK, MASKS]),
-    ("1.12.3", [CLONE, NETWORK, MASKS]), ("1.13.2", [CLONE, NETWORK, MASKS]),
-    ("1.14.0", [CLONE, NETWORK]), ("1.15.5", []), ("2.1.4", []),
+    ("1.4.1", [IMPL + "models._clone_functional_model",
+               "tensorflow.python.layers.base.Network._run_internal_graph",
+               IMPL + "engine.topology.Network.from_config"]),
+    ("1.5.1", [IMPL + "models._clone_functional_model",
+               "tensorflow.python.layers.network.GraphNetwork._run_internal_graph",
+               IMPL + "engine.topology.Network.from_config"]),
+    ("1.8.0", [IMPL + "models._clone_functional_model",
+               IMPL + "engine.network.Network._run_internal_graph",
+               IMPL + "engine.network.Network.from_config"]),
+    ("1.10.1", [CLONE, NETWORK, FROM_CONFIG]), ("1.11.0", [CLONE, NETWORK, FROM_CONFIG, MASKS]),
+    ("1.12.3", [CLONE, NETWORK, FROM_CONFIG, MASKS]),
+    ("1.13.2", [CLONE, NETWORK, FROM_CONFIG, MASKS]),
+    ("1.14.0", [CLONE, NETWORK, FROM_CONFIG]), ("1.15.5", []), ("2.1.4", []),
 ])
 def test_tensorflow_targets_for(version, patched):
     assert [target_name(target) for target in targets_for("tensorflow", version)] == patched
@@ -131,6 +139,10 @@ def test_every_target_meets_risks_that_endanger_checks_of_its_routine():
     ("tensorflow", "1.12.3", "surplus masks", False, set()),
     ("keras", "2.4.0", "masked call", True, set()),
     ("tensorflow", "1.15.0", "shared model", True, set()),
+    # from_config loads a model, and makes each model nested in another that is cloned
+    ("keras", "2.2.4", "calls out of order", False, {"load"}),
+    ("tensorflow", "1.14.0", "calls out of order", True, {"load", "clone", "clone_of_clone"}),
+    ("keras", "2.2.5", "calls out of order", True, set()),
 ])
 def test_endangered_checks(family, version, risk, nested, checks):
     assert endangered_checks(family, version, risk, nested) == checks

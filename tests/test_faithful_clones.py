@@ -11,6 +11,11 @@
   calling the model on new tensors raised `Layers should have equal number
   of output tensors and output masks` on keras 2.1.6 - 2.3.1 (bert4keras#116;
   OneMaskPerOutput).
+- A model of two layers each called on the other's output, nested: its
+  `from_config` (which the clone routine calls for a nested model, and
+  loading for every model) made a layer's calls in another order where one
+  waited for the other layer's, and wired the calls after them to the wrong
+  ones (keras-team/keras#11159; LayerCallsKeptInOrder).
 - A clone on given `input_tensors`: the clone routine called a copy of the
   model's input layer on the given `Input`, and a file saved from the clone
   did not load (`Graph disconnected`, keras-team/keras#11857;
@@ -28,7 +33,7 @@ import pytest
 
 from conftest import expect_upstream_failure, installed, version_of
 from keras_clone_fix import _activation
-from keras_clone_fix._affected import FROZEN_NESTED, LAMBDA_MASK, SURPLUS_MASKS
+from keras_clone_fix._affected import CALLS_OUT_OF_ORDER, FROZEN_NESTED, LAMBDA_MASK, SURPLUS_MASKS
 
 import keras_clone_fix
 
@@ -49,15 +54,17 @@ def _families():
         if (2, 0, 7) <= version < (2, 4, 0) and keras.backend.backend() != "theano":
             found.append(("keras " + keras.__version__, keras,
                           {LAMBDA_MASK, FROZEN_NESTED, GIVEN_INPUTS} | (
-                              {SURPLUS_MASKS} if version >= (2, 1, 6) else set()), True))
+                              {SURPLUS_MASKS} if version >= (2, 1, 6) else set()) | (
+                              {CALLS_OUT_OF_ORDER} if version < (2, 2, 5) else set()), True))
     if installed("tensorflow"):
         tensorflow = importlib.import_module("tensorflow")
         version = version_of(tensorflow)[:2]
         if (1, 4) <= version < (1, 15):
             # 1.14 writes a Lambda's mask into its config and sets a model's
             # trainable on the layers inside: not patched for these, correct.
-            found.append(("tf.keras " + tensorflow.__version__, tensorflow.keras, {GIVEN_INPUTS} | (
-                {LAMBDA_MASK, FROZEN_NESTED} if version < (1, 14) else set()), True))
+            found.append(("tf.keras " + tensorflow.__version__, tensorflow.keras,
+                          {GIVEN_INPUTS, CALLS_OUT_OF_ORDER} | (
+                              {LAMBDA_MASK, FROZEN_NESTED} if version < (1, 14) else set()), True))
     if installed("tf_keras"):
         tf_keras = importlib.import_module("tf_keras")
         found.append(("tf_keras " + tf_keras.__version__, tf_keras, set(), False))
@@ -185,6 +192,20 @@ def conditioned_on_two_masked_inputs(keras):
     return keras.models.Model(tokens, L.LSTM(2)(conditioned))
 
 
+def calls_in_a_cycle(keras):
+    """Inside a nested model, two layers each called on the other's output:
+    s(x), d(s(x)), s(d(s(x))), s(s(x)), d(s(d(s(x)))). The config lists s
+    before d, so its third call is ready before its second."""
+    L = keras.layers
+    x = L.Input(shape=(3,))
+    s, d = L.Dense(3, name="s"), L.Dense(3, name="d")
+    first = s(x)
+    again = s(d(first))
+    inner = keras.models.Model(x, L.add([s(first), d(again)]), name="cycle")
+    y = L.Input(shape=(3,))
+    return keras.models.Model(y, L.Dense(1)(inner(y)))
+
+
 def two_paddings():
     """Inputs for conditioned_on_two_masked_inputs: padded differently, so
     that the second mask gives other predictions than the first."""
@@ -245,6 +266,20 @@ def test_one_output_from_several_masked_inputs(request, family):
                                       rtol=1e-6, atol=1e-7)
 
 
+def test_layer_calls_keep_their_order_in_a_clone_and_a_loaded_model(request, family, tmp_path):
+    """The clone (which makes the nested model from its config) and the
+    model saved and loaded predict what the model predicts."""
+    expect(request, family, CALLS_OUT_OF_ORDER, "from_config makes a layer's calls out of order")
+    keras = family[0]
+    model = calls_in_a_cycle(keras)
+    data = numpy.random.RandomState(0).normal(size=(BATCH, 3))
+    path = str(tmp_path / "model.h5")
+    model.save(path)
+    for rebuilt in (cloned(keras, model), keras.models.load_model(path)):
+        numpy.testing.assert_allclose(rebuilt.predict(data), model.predict(data),
+                                      rtol=1e-6, atol=1e-7)
+
+
 def test_clone_on_given_inputs_saves_and_loads(request, family, tmp_path):
     """clone_model(model, input_tensors=[Input(...)]): the given Input is the
     clone's input layer, and the clone, saved and loaded, predicts what the
@@ -275,7 +310,10 @@ def test_clone_on_given_inputs_saves_and_loads(request, family, tmp_path):
     (conditioned_on_two_masked_inputs, "conditioned", SURPLUS_MASKS,
      "a layer with more masks than outputs (2 for 1)", "nested",
      "error: Exception: Layers should have equal number of output tensors and output masks"),
-], ids=["lambda mask", "frozen nested model", "more masks than outputs"])
+    (calls_in_a_cycle, "cycle/s", CALLS_OUT_OF_ORDER, "a layer whose calls the model's config "
+     "makes out of order (one waits for another layer's)", "clone",
+     "wrong: largest absolute difference"),
+], ids=["lambda mask", "frozen nested model", "more masks than outputs", "calls out of order"])
 def test_check_names_the_risk_and_its_check_sees_it(family, build, path, bug, what, check, wrong):
     """`check`'s engine, in this interpreter: the layer is named at risk where
     the release has the bug, and the check fails unpatched only there."""
