@@ -38,11 +38,12 @@ QUIET_TF = {"TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONWARNINGS": "ignore::DeprecationW
 # - tests/test_tf_keras.py runs once for each TensorFlow (1.15, right and left
 #   alone: tests(keras-2.2.4-tf-1.15); 1.14: tests(tf-1.14)).
 # - The tests marked `activation` (how the fix goes in and out) depend on the
-#   kinds of targets (a module's function, a class's method, a method that
-#   every layer call runs), the families imported and the Python, not on the
-#   release. They run in keras 2.2.5 with TensorFlow 1.14 (keras's function
-#   and method, as 2.2.4's, and tf.keras 1.14's method: both families in one
-#   process, Python 3.7), tf-1.12 (all three kinds, Python 3.6) and Python
+#   kinds of targets (a module's function, a class's method, a classmethod,
+#   a method that every layer call runs), the families imported and the
+#   Python, not on the release. They run in keras 2.2.5 with TensorFlow 1.14
+#   (keras's function and method, and tf.keras 1.14's method and classmethod:
+#   both families in one process, Python 3.7), tf-1.12 (all four kinds,
+#   Python 3.6) and Python
 #   2.7, and where nothing is patched, in keras-3 and the wheel sessions; the
 #   others leave them. Each release still proves its own activation: its
 #   self-check and tests run patched by the .pth (tf.keras: by all three ways
@@ -97,7 +98,7 @@ def tf_on_python36(tensorflow, tensorboard, numpy):
 # id: (python, requirements, environment variables)
 ENVIRONMENTS = {
     "keras-2.0.0-tf-1.15": ("3.7", TF1 + ["keras==2.0.0"], leaving(TF_KERAS_ELSEWHERE, ACTIVATION)),
-    # Twins: 2.0.6 patches 2.0.0's targets, 2.1.6 2.0.8's, 2.3.1 2.2.4's.
+    # Twins: 2.0.6 patches 2.0.0's targets, 2.1.6 2.0.8's, 2.3.1 2.2.4's but from_config.
     "keras-2.0.6-tf-1.15": ("3.7", TF1 + ["keras==2.0.6"],
                             leaving(TF_KERAS_ELSEWHERE, *PROVEN_BY_ITS_TWIN)),
     "keras-2.0.8-tf-1.15": ("3.7", TF1 + ["keras==2.0.8"],
@@ -107,7 +108,7 @@ ENVIRONMENTS = {
     # activation: keras 2.2.5 patches the same kinds of targets, on 3.7 too.
     "keras-2.2.4-tf-1.15": ("3.7", TF1 + ["keras==2.2.4"], leaving(ACTIVATION)),
     # TensorFlow 1.14 (affected too): both families patched in one process.
-    # check_command: keras's targets are 2.2.4's (its twin), tf.keras's 1.14's.
+    # check_command: keras's targets are 2.2.4's but from_config (its twin), tf.keras's 1.14's.
     "keras-2.2.5-tf-1.14": ("3.7", ["tensorflow==1.14.0", "protobuf<3.21", "h5py<3", "keras==2.2.5"],
                             leaving(TF_KERAS_ELSEWHERE, CHECK_COMMAND,
                                     "-k 'not ((test_model_boundary or test_faithful_clones) "

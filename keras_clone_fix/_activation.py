@@ -263,10 +263,13 @@ MAX_LINKS = 64
 
 
 def _inner(function):
-    """The callables `function` calls into, as far as can be seen: its
-    `__wrapped__` (wrapt proxies, functools.wraps on Python 3), or else the
-    callables in a plain function's closure (a closure, or functools.wraps
-    on Python 2, which sets no `__wrapped__`)."""
+    """The callables `function` calls into, as far as can be seen: a
+    classmethod's function, its `__wrapped__` (wrapt proxies, functools.wraps
+    on Python 3), or else the callables in a plain function's closure (a
+    closure, or functools.wraps on Python 2, which sets no `__wrapped__`)."""
+    # The type itself: a wrapt proxy passes isinstance() for what it wraps.
+    if type(function) is classmethod:  # Keras's from_config, or another tool's classmethod
+        return [function.__func__]
     wrapped = getattr(function, "__wrapped__", None)
     if wrapped is not None:
         return [wrapped]
@@ -342,6 +345,13 @@ def _stays_patched(target, holder):
             "which cannot be changed".format(target_name(target), holder))
 
 
+def function_of(original):
+    """The function Keras's original at a target runs: a classmethod's own
+    (a model's from_config). The wrapper goes around the classmethod, and
+    wrapt gives it the class as the instance, the twin's first argument."""
+    return original.__func__ if type(original) is classmethod else original
+
+
 def _wrap(target):
     """Install the fixed twin of a target around its original: at the
     target, or under the wrapt proxies there (their wrappers still run,
@@ -351,10 +361,7 @@ def _wrap(target):
 
     owner, name, top = _resolve(target)
     holder, original = _spine(top)[-1]
-    # A classmethod (a model's from_config): wrapt binds it and passes its
-    # class as the instance, the twin's first argument.
-    function = original.__func__ if isinstance(original, classmethod) else original
-    fixed = _fix.build_fixed(function, target.rules)
+    fixed = _fix.build_fixed(function_of(original), target.rules)
 
     def call_fixed(wrapped, instance, args, kwargs):
         if instance is None:  # a function of a module

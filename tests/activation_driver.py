@@ -80,13 +80,31 @@ def keras_behaviour(keras):
     if not hasattr(keras.models, "clone_model"):
         # Before 2.0.7 that model cannot be built, fix or no fix; a shared
         # masked model shows the bug there (and needs predict).
-        return {"clone": None, "call": shared_model_called_twice(keras)}
+        return {"clone": None, "call": shared_model_called_twice(keras), "from_config": None}
     x = models.tokens()
     model = keras.models.Model(x, models.SplitOutputs(2)(models.embedded(x)))
     new_input = models.tokens()
     return {"clone": attempt(lambda: keras.models.clone_model(model))
             if hasattr(keras.models, "clone_model") else None,  # none before 2.0.7
-            "call": attempt(lambda: keras.models.Model(new_input, model(new_input)))}
+            "call": attempt(lambda: keras.models.Model(new_input, model(new_input))),
+            "from_config": calls_in_order(keras)}
+
+
+def calls_in_order(keras):
+    """"ok" where a model's from_config makes a layer's calls in their order
+    (check_models.calls_in_a_cycle's nested model: every affected release
+    but keras 2.2.5 - 2.3.1 makes them out of order), else "out of order".
+    Built, not run."""
+    from check_models import calls_in_a_cycle
+    from keras_clone_fix._check import as_list, inbound_nodes
+    if hasattr(keras.backend, "clear_session"):
+        keras.backend.clear_session()
+    cycle = calls_in_a_cycle(keras).get_layer("cycle")
+    rebuilt = keras.models.Model.from_config(cycle.get_config())
+    made, remade = [[[layer.name for layer in as_list(node.inbound_layers)]
+                     for node in inbound_nodes(model.get_layer("s"))] for model in (cycle, rebuilt)]
+    # The cycle's calls come first (tf.keras 1.14 adds the outer model's after them).
+    return "ok" if made[:len(remade)] == remade else "out of order"
 
 
 def shared_model_called_twice(keras):
@@ -117,7 +135,8 @@ def tf_keras_behaviour(tensorflow):
                                          training=False))
     recorded = dict(lstm._inbound_nodes[0].arguments)
     encoder(keras.layers.Input(shape=(5,), dtype="int32"))
-    return {"call": "ok" if lstm._inbound_nodes[0].arguments == recorded else "wrote into it"}
+    return {"call": "ok" if lstm._inbound_nodes[0].arguments == recorded else "wrote into it",
+            "from_config": calls_in_order(keras)}
 
 
 BEHAVIOURS = {"keras": keras_behaviour, "tensorflow": tf_keras_behaviour}

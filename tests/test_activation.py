@@ -96,7 +96,8 @@ def assert_wrapped(originals):
 def test_patch_is_idempotent_and_wraps_every_target(restore_fix_state):
     keras_clone_fix.unpatch()
     originals = current_objects()
-    assert len(keras_names(originals)) == (2 if CLONE_AFFECTED else 1)  # no clone_model before 2.0.7
+    # clone_model from 2.0.7; from_config keeps a layer's calls in order from 2.2.5
+    assert len(keras_names(originals)) == 1 + CLONE_AFFECTED + (CLONE_AFFECTED and KERAS < (2, 2, 5))
     status = keras_clone_fix.patch()
     assert status.patched and status.targets == {name: True for name in originals}
     wrappers = current_objects()
@@ -166,9 +167,10 @@ def test_reloading_the_package_keeps_one_wrapper(restore_fix_state):
 def test_a_target_that_cannot_be_patched_leaves_the_others_patched(restore_fix_state, monkeypatch):
     from test_rules import decorated
     keras_clone_fix.unpatch()
-    clone, call = sorted(keras_names(current_objects()), key=lambda name: "run_internal_graph" in name)
-    owner, name, original = _activation._resolve(
-        targets_for("keras", keras_clone_fix.status().keras_version)[1])
+    target = next(target for target in targets_for("keras", keras_clone_fix.status().keras_version)
+                  if target.routine() == "run_internal_graph")
+    call = target_name(target)
+    owner, name, original = _activation._resolve(target)
     monkeypatch.setattr(owner, name, decorated(original))
     with pytest.raises(_activation.PatchError) as raised:  # the class before any reload
         keras_clone_fix.patch()
@@ -337,10 +339,10 @@ WRAPPERS = {
 OTHERS = dict(WRAPPERS, replacement=other_tools.replace)
 CLOSURES = ["functools.wraps", "closure"]
 # The targets whose fix activation_driver's behaviours can show running:
-# tf.keras's shows calls on new tensors only, not its clone routine (TF 1.4 - 1.12)
-# nor Layer._set_mask_metadata (TF 1.11 - 1.13).
+# tf.keras's shows calls on new tensors and from_config only, not its clone
+# routine (TF 1.4 - 1.12) nor Layer._set_mask_metadata (TF 1.11 - 1.13).
 EVERY_TARGET = [target for family in FAMILIES for target in RELEASE_TARGETS[family]
-                if family == "keras" or target.routine() == "run_internal_graph"]
+                if family == "keras" or target.routine() in ("run_internal_graph", "from_config")]
 # ids as a list: pytest before 7 calls an ids function even on an empty set (keras-free envs).
 every_target = pytest.mark.parametrize("target", EVERY_TARGET,
                                        ids=[target_name(target) for target in EVERY_TARGET])
@@ -358,7 +360,8 @@ def fix_runs(target):
     """Whether calling the target runs the fix: the family's model that
     every affected release breaks (activation_driver's) works."""
     from activation_driver import BEHAVIOURS
-    routine = "clone" if target.attribute.endswith("_clone_functional_model") else "call"
+    routine = {"clone_functional_model": "clone", "from_config": "from_config"}.get(
+        target.routine(), "call")
     del other_tools.RAN[:]
     return BEHAVIOURS[target.family](sys.modules[target.family])[routine] == "ok"
 

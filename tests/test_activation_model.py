@@ -175,7 +175,7 @@ class ActivationModel(RuleBasedStateMachine):
         ran = set()
         for family, behaviour in report["behaviour"].items():
             for action, routine in (("clone", "_clone_functional_model"),
-                                    ("call", "run_internal_graph")):
+                                    ("call", "run_internal_graph"), ("from_config", "from_config")):
                 chains = [self.chains[name] for name in self.names([family])
                           if name.endswith(routine)]
                 if behaviour.get(action) is not None and chains:

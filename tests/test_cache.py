@@ -29,7 +29,7 @@ pytestmark = [pytest.mark.activation,
 def keras_function(target):
     """Keras's own function at a target, under any wrapper there."""
     _, _, top = _activation._resolve(target)
-    return _activation._spine(top)[-1][1]
+    return _activation.function_of(_activation._spine(top)[-1][1])
 
 
 @pytest.fixture
