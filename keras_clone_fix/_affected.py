@@ -85,11 +85,11 @@ RULE_RISKS = {
 }
 # The checks (_check.CHECKS) that a routine's mistakes endanger: the clone
 # routine clones (multi_gpu_model clones too); the routine that calls a model
-# on new tensors nests it, calls it twice, splits it for multi_gpu_model, and
-# runs for every model nested in another whenever that one is loaded or cloned;
+# on new tensors nests it, calls it twice and splits it for multi_gpu_model;
 # Layer.__call__'s mask bookkeeping runs for every call of a nested model,
 # whichever routine (or the loading) calls it; a model's from_config loads
-# it, and makes every model nested in another when that one is loaded or cloned.
+# it. Every routine but the clone runs for a model nested in another whenever
+# that one is loaded or cloned (multi_gpu_model's cpu_relocation clones).
 CLONE_ROUTINE = "clone_functional_model"
 ROUTINE_CHECKS = {
     CLONE_ROUTINE: ("clone", "clone_of_clone", "multi_gpu", "original_unchanged"),
@@ -98,7 +98,7 @@ ROUTINE_CHECKS = {
                           "multi_gpu"),
     "from_config": ("load",),
 }
-NESTED_MODEL_CHECKS = ("load", "clone", "clone_of_clone")
+NESTED_MODEL_CHECKS = ("load", "clone", "clone_of_clone", "multi_gpu")
 
 
 class Target(object):

@@ -73,6 +73,11 @@ NO_INITIAL_STATE_LOAD = (KERAS_AFFECTED and VERSION < (2, 0, 9), "keras before i
 NO_NESTING_ON_MASKS = (not NESTS_ON_MASKED_TENSORS, "keras before 2.2 cannot call a model on a "
                        "masked tensor, fix or no fix")
 NO_MULTI_GPU_MODEL = (not HAS_MULTI_GPU_MODEL, "needs multi_gpu_model")
+NO_CYCLE_LOAD = (KERAS_AFFECTED and VERSION < (2, 0, 7), "keras before 2.0.7 cannot load a model "
+                 "whose layers are called on each other's outputs (ValueError: Missing layer), "
+                 "fix or no fix")
+# A model's from_config makes a layer's calls out of order (LayerCallsKeptInOrder).
+CALLS_OUT_OF_ORDER = TF_KERAS_AFFECTED or (KERAS_AFFECTED and VERSION < (2, 2, 5))
 # The models of the user's module of custom objects.
 USER_MODULE_LIMITS = [ON_THEANO, NO_RETURN_STATE, (
     TF_KERAS_PACKAGE, "the user's module imports tensorflow.keras, Keras 3 there, not the "
@@ -193,6 +198,8 @@ CHECKED = [
      lambda user: check_models.randomized(check_models.masked_gru_state(keras, user))),
     ("plain", [], lambda user: check_models.plain(keras)),
     ("conv_batch_norm", [NO_MULTI_GPU_MODEL], lambda user: check_models.conv_batch_norm(keras)),
+    ("calls_in_a_cycle", [NO_CYCLE_LOAD],
+     lambda user: check_models.randomized(check_models.calls_in_a_cycle(keras))),
     ("word_level_decoder", [ON_THEANO, NO_INITIAL_STATE_LOAD],
      lambda user: check_models.randomized(check_models.word_level_decoder(keras))),
     ("word_level_encoder", [ON_THEANO, NO_RETURN_STATE],
@@ -301,6 +308,18 @@ def test_nested_model_whose_output_mask_matters(checked_models):
     assert_unpatched_fails(report, {"load": "wrong"})
     assert report["checks"]["load"]["unpatched"]["detail"].startswith(
         "largest absolute difference ")
+
+
+def test_layers_called_on_each_others_outputs(checked_models):
+    """Loaded without the fix, the nested model's calls are wired otherwise,
+    silently (keras-team/keras#11159)."""
+    code, report, stderr = checked_model(checked_models, "calls_in_a_cycle")
+    assert_fixed(code, report, stderr)
+    at_risk = ("a layer whose calls the model's config makes out of order (one waits for "
+               "another layer's)") in risks_of(report, "cycle/s")
+    assert at_risk is CALLS_OUT_OF_ORDER
+    if CALLS_OUT_OF_ORDER:
+        assert_unpatched_fails(report, {"load": "wrong"})
 
 
 def test_shared_masked_encoder_saved_as_json_without_weights(checked_models):

@@ -78,6 +78,7 @@ if not FAMILIES:
 
 import numpy  # noqa: E402 (only where keras is, after the skip)
 
+from check_models import calls_in_a_cycle  # noqa: E402
 from keras_clone_fix import _check  # noqa: E402
 
 STEPS, VOCABULARY, BATCH = 5, 12, 4
@@ -190,20 +191,6 @@ def conditioned_on_two_masked_inputs(keras):
     conditioned = Conditioned(name="conditioned")(
         [L.Embedding(VOCABULARY, 3, mask_zero=True)(each) for each in tokens])
     return keras.models.Model(tokens, L.LSTM(2)(conditioned))
-
-
-def calls_in_a_cycle(keras):
-    """Inside a nested model, two layers each called on the other's output:
-    s(x), d(s(x)), s(d(s(x))), s(s(x)), d(s(d(s(x)))). The config lists s
-    before d, so its third call is ready before its second."""
-    L = keras.layers
-    x = L.Input(shape=(3,))
-    s, d = L.Dense(3, name="s"), L.Dense(3, name="d")
-    first = s(x)
-    again = s(d(first))
-    inner = keras.models.Model(x, L.add([s(first), d(again)]), name="cycle")
-    y = L.Input(shape=(3,))
-    return keras.models.Model(y, L.Dense(1)(inner(y)))
 
 
 def two_paddings():
