@@ -36,6 +36,10 @@ STATE_ARGUMENTS_CALL_BROKEN = (2, 0, 9) <= VERSION < (2, 2, 3)
 HAS_RNN_CONSTANTS = VERSION >= (2, 0, 9)
 # Bidirectional(...)(x, initial_state=...) (read in the sources: 2.1.3).
 BIDIRECTIONAL_TAKES_STATES = VERSION >= (2, 1, 3)
+# Bidirectional.__call__ makes initial_state node inputs (as RNN.__call__)
+# from 2.1.4; 2.1.3's keeps them in the call arguments only, so a model's
+# routines need not compute them before the layer (read in the sources).
+BIDIRECTIONAL_STATES_ARE_INPUTS = VERSION >= (2, 1, 4)
 # ConvLSTM2D called with initial_state cannot be built (keras#9761).
 CONV_LSTM_STATE_UNBUILDABLE = (2, 1, 5) <= VERSION < (2, 4, 0)
 # Keras before 2.2 refuses a masked tensor at a model's input layer ("Layer
@@ -92,6 +96,25 @@ class SplitOutputs(keras.layers.Layer):
 
 
 keras.utils.generic_utils.get_custom_objects()["SplitOutputs"] = SplitOutputs
+
+
+class Attend(keras.layers.Layer):
+    """inputs * attention_mask: a custom layer called with a tensor keyword
+    argument, `Attend()(x, attention_mask=w)`, which Keras records in the
+    node's arguments only (not as an input). Passes the mask of `inputs` on."""
+
+    def __init__(self, **kwargs):
+        super(Attend, self).__init__(**kwargs)
+        self.supports_masking = True
+
+    def call(self, inputs, attention_mask=None):
+        return inputs * attention_mask
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+
+keras.utils.generic_utils.get_custom_objects()["Attend"] = Attend
 
 
 def tokens(name=None):
