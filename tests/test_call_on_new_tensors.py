@@ -7,6 +7,7 @@ the release breaks it, unpatched is a strict xfail.
 """
 
 import collections
+import sys
 
 import pytest
 
@@ -113,21 +114,29 @@ def test_shared_model_called_twice_uses_each_calls_own_mask(request, clone_mode)
     assert_close(predict(encoder, data[:1]) + predict(encoder, data[1:]), predict(siamese, data))
 
 
-@pytest.fixture
-def two_gpus(monkeypatch):
-    """multi_gpu_model on the CPU: Keras sees two GPUs, and the session
-    places their operations on the CPU."""
+def on_two_gpus(monkeypatch):
+    """Put multi_gpu_model on the CPU: Keras sees two GPUs, and the session
+    places their operations on the CPU. False, changing nothing, where
+    there is no multi_gpu_model (Theano; Keras before 2.0.9)."""
     if K.backend() != "tensorflow" or not hasattr(keras.utils, "multi_gpu_model"):
-        pytest.skip("multi_gpu_model needs TensorFlow and Keras >= 2.0.9")
+        return False
     import tensorflow
-    from keras.utils import multi_gpu_utils
-    monkeypatch.setattr(multi_gpu_utils, "_get_available_devices",
-                        lambda: ["/cpu:0", "/gpu:0", "/gpu:1"])
+    # keras.utils.training_utils to 2.1.2, multi_gpu_utils after
+    utils = sys.modules[keras.utils.multi_gpu_model.__module__]
+    monkeypatch.setattr(utils, "_get_available_devices", lambda: ["/cpu:0", "/gpu:0", "/gpu:1"])
     if tensorflow.__version__.startswith("1."):
         tf = tensorflow.compat.v1
         K.set_session(tf.Session(config=session_config(tf)))
     else:  # TensorFlow 2 has no sessions to configure
         tensorflow.config.set_soft_device_placement(True)
+    return True
+
+
+@pytest.fixture
+def two_gpus(monkeypatch):
+    """multi_gpu_model on the CPU (on_two_gpus)."""
+    if not on_two_gpus(monkeypatch):
+        pytest.skip("multi_gpu_model needs TensorFlow and Keras >= 2.0.9")
 
 
 @pytest.mark.usefixtures("two_gpus")
