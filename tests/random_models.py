@@ -6,9 +6,12 @@ rule (fewer outputs than the masks of their inputs too), Dense layers (some
 called with a keyword argument), Lambda layers with a mask, merges, shared
 layers, nested models (some frozen, some on masked tensors where Keras can
 build that), LSTMs started with the states of an encoder LSTM from another branch
-(initial_state) and RNNs whose cell takes an encoder state as a constant,
-and model boundaries: a chain of Dense and LSTM layers after an open tensor
-wrapped in an inner model that is called on that tensor. Every tensor it
+(initial_state), Bidirectional LSTMs started with the four states of a
+Bidirectional encoder (from keras 2.1.4), RNNs whose cell takes an encoder
+state as a constant, a custom layer called with a tensor keyword argument
+(Attend()(x, attention_mask=w), `w` a model input or a tensor `x` is
+computed from), and model boundaries: a chain of Dense and LSTM layers
+after an open tensor wrapped in an inner model that is called on that tensor. Every tensor it
 makes reaches a model output, so a clone that drops an output cannot pass.
 
 A model with a boundary has a flat twin: the same layer objects composed
@@ -23,9 +26,9 @@ import keras
 
 from keras import backend as K
 from models import (
-    HAS_RNN_CONSTANTS, INPUT_REFUSES_MASK, LAMBDA_BROKEN, MASKING_BROKEN, NESTED_MASK_BROKEN,
-    NESTS_ON_MASKED_TENSORS, STATE_ARGUMENTS_RECORDED, ConstantsCell, SplitOutputs, features,
-    tokens)
+    BIDIRECTIONAL_STATES_ARE_INPUTS, BIDIRECTIONAL_TAKES_STATES, HAS_RNN_CONSTANTS,
+    INPUT_REFUSES_MASK, LAMBDA_BROKEN, MASKING_BROKEN, NESTED_MASK_BROKEN, NESTS_ON_MASKED_TENSORS,
+    STATE_ARGUMENTS_RECORDED, Attend, ConstantsCell, SplitOutputs, features, tokens)
 
 MAX_OUTPUTS = 4
 # (exception, message) the unpatched clone raises when it loses an output of
@@ -59,6 +62,9 @@ class RandomModel(object):
         self.features = set()        # what this model contains, for the report
         self.upstream_errors = set()  # how the unpatched release may fail to clone it
         self.unpatched_may_differ = False  # its unpatched clone may predict otherwise
+        # Its unpatched clone computes from the model's own inputs (a tensor
+        # keyword argument passed back as it was): predicting, the backend misses them.
+        self.unpatched_misses_inputs = False
         self.inputs, self.open = [], []
         self.layers = []             # (layer, takes masked input?) for sharing
         for index in range(self.random.randint(1, 2)):
@@ -66,7 +72,7 @@ class RandomModel(object):
         for _ in range(self.random.randint(2, 6)):
             self.random.choice([self._split, self._split, self._dense, self._recurrent,
                                 self._merge, self._share, self._nest, self._started,
-                                self._boundary, self._lambda])()
+                                self._boundary, self._lambda, self._attend])()
         self.ends = self._outputs()  # what the last LSTMs read
         last = [self._both(lambda x, layer=keras.layers.LSTM(2): layer(x[0]), [y])
                 for y in self.ends]
@@ -110,20 +116,27 @@ class RandomModel(object):
         return outputs, call([t.flat for t in tensors])
 
     def _call(self, layer, inputs, rule, states=(), **arguments):
-        """Call `layer` on `inputs` (and `states`, given as
-        {argument: tensors}); record the outputs and whether the unpatched
-        release loses any of them."""
+        """Call `layer` on `inputs` (and on the keyword arguments of tensors
+        `states`, (argument, [tensors]) pairs for a list and (argument,
+        tensor) for one tensor); record the outputs and whether the
+        unpatched release loses any of them."""
         if not inputs:
             return
-        states = sorted(states)
+        states = sorted(states, key=lambda state: state[0])
+
+        def listed(tensors):
+            return tensors if isinstance(tensors, list) else [tensors]
 
         def call(values):
             keywords, given = dict(arguments), values[len(inputs):]
             for name, tensors in states:
-                keywords[name], given = given[:len(tensors)], given[len(tensors):]
+                count = len(listed(tensors))
+                keywords[name] = given[:count] if isinstance(tensors, list) else given[0]
+                given = given[count:]
             values = values[:len(inputs)]
             return layer(values if len(values) > 1 else values[0], **keywords)
-        outputs, flats = self._both(call, inputs + [t for _, tensors in states for t in tensors])
+        outputs, flats = self._both(call, inputs + [t for _, tensors in states
+                                                    for t in listed(tensors)])
         outputs = outputs if isinstance(outputs, list) else [outputs]
         flats = flats if isinstance(flats, list) else [flats]
         first_masked = inputs[0].masked or (rule == "merge" and any(t.masked for t in inputs))
@@ -179,28 +192,65 @@ class RandomModel(object):
 
     def _started(self):
         """An encoder LSTM's last states start an LSTM (initial_state) or
-        are the constants of an RNN, on another open tensor where there is one."""
+        are the constants of an RNN, or the four states of a Bidirectional
+        LSTM start a Bidirectional LSTM, on another open tensor where there is one."""
         encoded = self._take()
         if not encoded:
             return
+        kinds = ["lstm", "lstm"] + ["constants"] * HAS_RNN_CONSTANTS + ["bidirectional"] * (
+            BIDIRECTIONAL_TAKES_STATES and BIDIRECTIONAL_STATES_ARE_INPUTS)
+        kind = self.random.choice(kinds)
         encoder = keras.layers.LSTM(3, return_sequences=True, return_state=True)
+        if kind == "bidirectional":  # merge_mode="sum": (batch, STEPS, 3) as every open tensor
+            encoder = keras.layers.Bidirectional(encoder, merge_mode="sum")
         outputs, flats = self._both(lambda x: encoder(x[0]), encoded)
-        sequence, state_h, state_c = [Tensor(value, encoded[0].masked and index == 0, flat)
-                                      for index, (value, flat) in enumerate(zip(outputs, flats))]
+        sequence = Tensor(outputs[0], encoded[0].masked, flats[0])
+        encoder_states = [Tensor(value, False, flat) for value, flat in zip(outputs[1:], flats[1:])]
         started = self._take() or [sequence]
         if started[0] is not sequence:
             self.open.append(sequence)
-        if HAS_RNN_CONSTANTS and self.random.random() < 0.4:
+        if kind == "constants":
             self.features.add("rnn called with constants")
+            state_h, state_c = encoder_states
             layer = keras.layers.RNN(ConstantsCell(3), return_sequences=True)
             states = dict(initial_state=[state_c], constants=[state_h])
+        elif kind == "bidirectional":
+            self.features.add("bidirectional called with initial_state")
+            layer = keras.layers.Bidirectional(keras.layers.LSTM(3, return_sequences=True),
+                                               merge_mode="sum")
+            states = dict(initial_state=encoder_states)
         else:
             self.features.add("lstm called with initial_state")
             layer = keras.layers.LSTM(3, return_sequences=True)
-            states = dict(initial_state=[state_h, state_c])
+            states = dict(initial_state=encoder_states)
         if STATE_ARGUMENTS_RECORDED:
             self.upstream_errors.add(STATES_GIVEN_TWICE)
         self._call(layer, started, "pass", states=states.items())
+
+    def _attend(self):
+        """A custom layer called with a tensor keyword argument,
+        Attend()(x, attention_mask=w): `w` a new model input, or an open
+        tensor that `x` is computed from (through a Dense). Keras records `w`
+        in the node's arguments only, not as an input: its routines compute
+        `w` before the layer only as an input or an ancestor of `x`."""
+        if self.random.random() < 0.5:
+            w = Tensor(features("attention_{}".format(len(self.inputs))), masked=False)
+            self.inputs.append(w.value)
+            inputs = self._take()
+            if not inputs:  # nothing to attend to: the input is open instead
+                self.open.append(w)
+                return
+            self.features.add("tensor keyword argument: a model input")
+        else:
+            taken = self._take()
+            if not taken:
+                return
+            w, dense = taken[0], keras.layers.Dense(3)
+            value, flat = self._both(lambda x: dense(x[0]), [w])
+            inputs = [Tensor(value, w.masked, flat)]
+            self.features.add("tensor keyword argument: computed")
+        self.unpatched_misses_inputs = True  # every affected release
+        self._call(Attend(), inputs, "pass", states=[("attention_mask", w)])
 
     def _merge(self):
         inputs = self._take(2)
