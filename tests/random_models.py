@@ -41,12 +41,15 @@ STATES_GIVEN_TWICE = (AssertionError, "")
 
 
 class Tensor(object):
-    """A Keras tensor, whether a mask travels with it, and the same tensor in
-    the flat twin (the tensor itself until a model boundary is crossed)."""
+    """A Keras tensor, whether a mask travels with it, the same tensor in
+    the flat twin (the tensor itself until a model boundary is crossed), and
+    whether its mask reaches it in the unpatched clone (not after a Lambda
+    that lost its mask there)."""
 
-    def __init__(self, value, masked, flat=None):
+    def __init__(self, value, masked, flat=None, unpatched_masked=None):
         self.value, self.masked = value, masked
         self.flat = value if flat is None else flat
+        self.unpatched_masked = masked if unpatched_masked is None else unpatched_masked
 
 
 def output_mask(tensor):
@@ -139,12 +142,17 @@ class RandomModel(object):
                                                     for t in listed(tensors)])
         outputs = outputs if isinstance(outputs, list) else [outputs]
         flats = flats if isinstance(flats, list) else [flats]
-        first_masked = inputs[0].masked or (rule == "merge" and any(t.masked for t in inputs))
-        for index, (output, flat) in enumerate(zip(outputs, flats)):
-            masked = first_masked and rule != "none" and not (rule == "list" and index > 0)
+
+        def masked(index, attribute):
+            """Whether output `index` has a mask (in the unpatched clone: "unpatched_masked")."""
             if rule == "inputs" and len(inputs) > 1:  # output i takes input i's mask
-                masked = inputs[index].masked
-            self.open.append(Tensor(output, masked, flat))
+                return getattr(inputs[index], attribute)
+            first = getattr(inputs[0], attribute) or (
+                rule == "merge" and any(getattr(t, attribute) for t in inputs))
+            return first and rule != "none" and not (rule == "list" and index > 0)
+        for index, (output, flat) in enumerate(zip(outputs, flats)):
+            self.open.append(Tensor(output, masked(index, "masked"), flat,
+                                    masked(index, "unpatched_masked")))
         if len(outputs) > 1:
             self.features.add("{} outputs".format(len(outputs)))
             # One mask (not a list) for every output: "pass", and "inputs" on one input.
@@ -180,6 +188,7 @@ class RandomModel(object):
             self.unpatched_may_differ |= inputs[0].masked
             self._call(keras.layers.Lambda(lambda x: x * 2.0, mask=lambda x, mask: mask), inputs,
                        "pass")
+            self.open[-1].unpatched_masked = False  # the unpatched clone's Lambda has no mask
 
     def _recurrent(self):
         """An LSTM called with a keyword argument: its node keeps a dict of
@@ -204,7 +213,7 @@ class RandomModel(object):
         if kind == "bidirectional":  # merge_mode="sum": (batch, STEPS, 3) as every open tensor
             encoder = keras.layers.Bidirectional(encoder, merge_mode="sum")
         outputs, flats = self._both(lambda x: encoder(x[0]), encoded)
-        sequence = Tensor(outputs[0], encoded[0].masked, flats[0])
+        sequence = Tensor(outputs[0], encoded[0].masked, flats[0], encoded[0].unpatched_masked)
         encoder_states = [Tensor(value, False, flat) for value, flat in zip(outputs[1:], flats[1:])]
         started = self._take() or [sequence]
         if started[0] is not sequence:
@@ -247,7 +256,7 @@ class RandomModel(object):
                 return
             w, dense = taken[0], keras.layers.Dense(3)
             value, flat = self._both(lambda x: dense(x[0]), [w])
-            inputs = [Tensor(value, w.masked, flat)]
+            inputs = [Tensor(value, w.masked, flat, w.unpatched_masked)]
             self.features.add("tensor keyword argument: computed")
         self.unpatched_misses_inputs = True  # every affected release
         self._call(Attend(), inputs, "pass", states=[("attention_mask", w)])
@@ -308,10 +317,11 @@ class RandomModel(object):
         self.features.add("model boundary")
         if x.masked:
             self.features.add("model boundary on a masked tensor")
-            if INPUT_REFUSES_MASK:
+            if INPUT_REFUSES_MASK and x.unpatched_masked:
                 self.upstream_errors.add(MASK_REFUSED)
             self.unpatched_may_differ |= NESTED_MASK_BROKEN  # as _nest's
-        self.open.append(Tensor(inner(x.value), x.masked, through_chain(x.flat)))
+        self.open.append(Tensor(inner(x.value), x.masked, through_chain(x.flat),
+                                x.unpatched_masked))
 
     def _outputs(self):
         """Merge open tensors into at most three model outputs."""
@@ -320,5 +330,6 @@ class RandomModel(object):
         for index, extra in enumerate(self.open[3:]):
             target = outputs[index % 3]
             value, flat = self._both(keras.layers.Add(), [target, extra])
-            outputs[index % 3] = Tensor(value, target.masked or extra.masked, flat)
+            outputs[index % 3] = Tensor(value, target.masked or extra.masked, flat,
+                                        target.unpatched_masked or extra.unpatched_masked)
         return outputs
