@@ -169,11 +169,12 @@ def release_of(keras):
 def _inbound_calls(node_data):
     """(layer name, node index) of each input of a call in a model config:
     [name, node index, tensor index(, arguments)] items, nested in lists or
-    dicts (tf.keras 1.14)."""
+    dicts (tf.keras 1.14; tf_keras 2 and Keras 3 files: `keras_history`)."""
     if isinstance(node_data, dict):
         node_data = list(node_data.values())
     if isinstance(node_data, (list, tuple)):
-        if node_data and isinstance(node_data[0], (str, type(u""))):
+        if (len(node_data) in (3, 4) and isinstance(node_data[0], (str, type(u"")))
+                and all(isinstance(index, int) for index in node_data[1:3])):
             yield node_data[0], node_data[1]
         else:
             for item in node_data:
@@ -271,7 +272,9 @@ def model_risks(keras, model):
     for prefix, each in models:
         try:
             config = each.get_config()
-        except NotImplementedError:  # a custom layer without get_config: never made from one
+        except Exception:  # pylint: disable=broad-except
+            # A config that cannot be written is never read back: a custom layer
+            # without get_config, a tensor keyword argument on tf.keras 1.14 (ValueError).
             continue
         for name in layers_called_out_of_order(config):
             found.append((prefix + name, CALLS_OUT_OF_ORDER, "a layer whose calls the model's "
