@@ -25,9 +25,9 @@ import sys
 import traceback
 
 from keras_clone_fix._affected import (
-    CALLS_OUT_OF_ORDER, FROZEN_NESTED, LAMBDA_MASK, MASKED_CALL, MULTI_OUTPUT_MASK, NESTED_MASKED, NESTED_OUTPUT_MASKS,
-    SHARED_MODEL, STATE_INPUTS, SURPLUS_MASKS, TENSOR_ARGUMENTS, api_version, endangered_checks,
-    keras_version, targets_for)
+    CALLS_OUT_OF_ORDER, FROZEN_NESTED, LAMBDA_MASK, MASKED_CALL, MULTI_OUTPUT_MASK, NESTED_MASKED,
+    NESTED_OUTPUT_MASKS, SHARED_MODEL, STATE_INPUTS, SURPLUS_MASKS, TENSOR_ARGUMENTS, api_version,
+    endangered_checks, keras_version, targets_for)
 from keras_clone_fix._runtime import is_lambda
 
 OK, WRONG, ERROR, UNAVAILABLE = "ok", "wrong", "error", "unavailable"
@@ -272,7 +272,7 @@ def model_risks(keras, model):
     for prefix, each in models:
         try:
             config = each.get_config()
-        except Exception:  # pylint: disable=broad-except
+        except Exception:  # whatever a layer's get_config raises
             # A config that cannot be written is never read back: a custom layer
             # without get_config, a tensor keyword argument on tf.keras 1.14 (ValueError).
             continue
