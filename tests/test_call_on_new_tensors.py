@@ -12,7 +12,7 @@ import sys
 import pytest
 
 import keras_clone_fix
-from conftest import expect_upstream_failure, session_config, skip_module_unless_affected
+from conftest import expect_upstream_failure, skip_module_unless_affected
 
 skip_module_unless_affected(clones=False)
 
@@ -115,19 +115,18 @@ def test_shared_model_called_twice_uses_each_calls_own_mask(request, clone_mode)
 
 
 def on_two_gpus(monkeypatch):
-    """Put multi_gpu_model on the CPU: Keras sees two GPUs, and the session
-    places their operations on the CPU. False, changing nothing, where
-    there is no multi_gpu_model (Theano; Keras before 2.0.9)."""
+    """Put multi_gpu_model on the CPU: Keras sees two GPUs, and their
+    operations go on the CPU (TensorFlow 1.x: the session of
+    conftest.session_config that each test gets places them softly). False,
+    changing nothing, where there is no multi_gpu_model (Theano; Keras
+    before 2.0.9)."""
     if K.backend() != "tensorflow" or not hasattr(keras.utils, "multi_gpu_model"):
         return False
     import tensorflow
     # keras.utils.training_utils to 2.1.2, multi_gpu_utils after
     utils = sys.modules[keras.utils.multi_gpu_model.__module__]
     monkeypatch.setattr(utils, "_get_available_devices", lambda: ["/cpu:0", "/gpu:0", "/gpu:1"])
-    if tensorflow.__version__.startswith("1."):
-        tf = tensorflow.compat.v1
-        K.set_session(tf.Session(config=session_config(tf)))
-    else:  # TensorFlow 2 has no sessions to configure
+    if not tensorflow.__version__.startswith("1."):  # TensorFlow 2 has no sessions
         tensorflow.config.set_soft_device_placement(True)
     return True
 

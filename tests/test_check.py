@@ -77,7 +77,7 @@ NO_CYCLE_LOAD = (KERAS_AFFECTED and VERSION < (2, 0, 7), "keras before 2.0.7 can
                  "whose layers are called on each other's outputs (ValueError: Missing layer), "
                  "fix or no fix")
 # A model's from_config makes a layer's calls out of order (LayerCallsKeptInOrder).
-CALLS_OUT_OF_ORDER = TF_KERAS_AFFECTED or (KERAS_AFFECTED and VERSION < (2, 2, 5))
+FROM_CONFIG_REORDERS = TF_KERAS_AFFECTED or (KERAS_AFFECTED and VERSION < (2, 2, 5))
 # The models of the user's module of custom objects.
 USER_MODULE_LIMITS = [ON_THEANO, NO_RETURN_STATE, (
     TF_KERAS_PACKAGE, "the user's module imports tensorflow.keras, Keras 3 there, not the "
@@ -317,8 +317,8 @@ def test_layers_called_on_each_others_outputs(checked_models):
     assert_fixed(code, report, stderr)
     at_risk = ("a layer whose calls the model's config makes out of order (one waits for "
                "another layer's)") in risks_of(report, "cycle/s")
-    assert at_risk is CALLS_OUT_OF_ORDER
-    if CALLS_OUT_OF_ORDER:
+    assert at_risk is FROM_CONFIG_REORDERS
+    if FROM_CONFIG_REORDERS:
         assert_unpatched_fails(report, {"load": "wrong"})
 
 

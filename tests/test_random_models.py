@@ -38,6 +38,7 @@ from models import (  # noqa: E402
     assert_close, assert_predicts_like, assert_same_predictions, call_on_new_inputs, called_twice,
     copy_weights, data_for, missing_input_error, node_arguments, predict)
 from keras import backend as K  # noqa: E402
+from keras_clone_fix._check import parameters  # noqa: E402
 from random_models import RandomModel  # noqa: E402
 from test_call_on_new_tensors import on_two_gpus  # noqa: E402
 
@@ -52,8 +53,7 @@ SEEDS = range(FIRST_SEED, FIRST_SEED + int(os.environ.get("RANDOM_MODELS", "1"))
 
 @pytest.fixture
 def two_gpus_where_any(monkeypatch):
-    """Whether multi_gpu_model builds here, on the CPU (before the model:
-    TensorFlow 1.x gets a new session)."""
+    """Whether multi_gpu_model builds here, on the CPU."""
     return on_two_gpus(monkeypatch)
 
 
@@ -102,7 +102,7 @@ def assert_multi_gpu_model_predicts_like(model, data, relocated):
     """multi_gpu_model(model, gpus=2): two replicas, each on its half of the
     batch; `relocated` (cpu_relocation=True, from Keras 2.1.6), the
     replicas call a clone of the model."""
-    relocation = "cpu_relocation" in keras.utils.multi_gpu_model.__code__.co_varnames
+    relocation = "cpu_relocation" in parameters(keras.utils.multi_gpu_model)
     options = dict(cpu_relocation=True) if relocated and relocation else {}
     SHAPES["multi_gpu_model" + (" relocated" if options else "")] += 1
     parallel = keras.utils.multi_gpu_model(model, gpus=2, **options)
