@@ -65,6 +65,8 @@ NESTED_OUTPUT_MASKS = "nested output masks"  # a model in a model, its outputs m
 LAMBDA_MASK = "lambda mask"  # Lambda(fn, mask=...): its config has no mask
 FROZEN_NESTED = "frozen nested model"  # a model in a model, trainable = False
 SURPLUS_MASKS = "surplus masks"  # compute_mask gives more masks than the layer has outputs
+# a tensor keyword argument made at or after its call's depth
+ARGUMENT_MADE_LATER = "argument made later"
 CALLS_OUT_OF_ORDER = "calls out of order"  # a model's from_config makes a layer's calls reordered
 # GivenInputLayersKept answers how a clone is made (on given input_tensors),
 # nothing a model has.
@@ -75,6 +77,7 @@ RULE_RISKS = {
     "RecordedOutputMasks": (MULTI_OUTPUT_MASK, NESTED_MASKED),
     "OneMaskPerOutput": (MULTI_OUTPUT_MASK,),
     "MapTensorsInCallArguments": (TENSOR_ARGUMENTS,),
+    "ArgumentsMadeBeforeTheirCalls": (ARGUMENT_MADE_LATER,),
     "ArgumentsInInputsPassedOnce": (STATE_INPUTS,),
     "InputLayerPassesMask": (NESTED_MASKED,),
     "MaskAlreadyComputedKept": (NESTED_OUTPUT_MASKS,),
@@ -132,25 +135,28 @@ class Target(object):
 # routine, to 1.14, leaves the input layers of given input_tensors unmapped.
 KEPT_IN_THE_CLONE = ("LambdaMaskKept", "TrainableKept", "GivenInputLayersKept")
 CLONE_RULES = ("CopyNodeArguments", "LayerCallPropagatesMasks", "RecordedOutputMasks",
-               "MapTensorsInCallArguments", "ArgumentsInInputsPassedOnce") + KEPT_IN_THE_CLONE
+               "MapTensorsInCallArguments", "ArgumentsMadeBeforeTheirCalls",
+               "ArgumentsInInputsPassedOnce") + KEPT_IN_THE_CLONE
 # keras's routine that calls a model on new tensors, 2.0.7 - 2.3.1. From 2.1.6
 # it raises for more masks than outputs: those rows meet SURPLUS_MASKS too.
-KERAS_NETWORK_RULES = ("CopyNodeArguments", "OneMaskPerOutput", "MapTensorsInCallArguments")
+KERAS_NETWORK_RULES = ("CopyNodeArguments", "OneMaskPerOutput", "MapTensorsInCallArguments",
+                       "ArgumentsMadeBeforeTheirCalls")
 # tf.keras before 1.9 kept one mask when compute_mask returned None for several outputs.
 NETWORK_RULES_BEFORE_1_9 = ("CopyNodeArguments", "OneMaskPerOutput", "MapTensorsInCallArguments",
-                            "InputLayerPassesMask")
+                            "ArgumentsMadeBeforeTheirCalls", "InputLayerPassesMask")
 TARGETS = (
     Target("keras", "keras.models", "_clone_functional_model", (2, 0, 7), (2, 4, 0),
            CLONE_RULES,
            "clone_model of a functional model: outputs dropped, masks lost or pinned"),
     Target("keras", "keras.engine.topology", "Container.run_internal_graph", (2, 0, 0), (2, 0, 3),
            ("CopyNodeArguments", "PropagatedMaskNotPassedBack", "MapTensorsInCallArguments",
-            "InputLayerPassesMask"),
+            "ArgumentsMadeBeforeTheirCalls", "InputLayerPassesMask"),
            "calling a model on new tensors: each call's masks written into the original's "
            "nodes, and the masks Layer.__call__ recorded there passed back; a masked tensor "
            "refused by the model's input layer"),
     Target("keras", "keras.engine.topology", "Container.run_internal_graph", (2, 0, 3), (2, 0, 7),
-           ("CopyNodeArguments", "MapTensorsInCallArguments", "InputLayerPassesMask"),
+           ("CopyNodeArguments", "MapTensorsInCallArguments", "ArgumentsMadeBeforeTheirCalls",
+            "InputLayerPassesMask"),
            "calling a model on new tensors: each call's masks written into the original's "
            "nodes; a masked tensor refused by the model's input layer. (Layer.__call__ before "
            "2.0.7 cannot build a multi-output layer with one mask, so OneMaskPerOutput has "
@@ -187,13 +193,15 @@ TARGETS = (
            "the clone routine, moved out of _impl in 1.9"),
     Target("tensorflow", "tensorflow.python.keras.models", "_clone_functional_model",
            (1, 11, 0), (1, 13, 0),
-           ("MapTensorsInCallArguments", "ArgumentsInInputsPassedOnce") + KEPT_IN_THE_CLONE,
+           ("MapTensorsInCallArguments", "ArgumentsMadeBeforeTheirCalls",
+            "ArgumentsInInputsPassedOnce") + KEPT_IN_THE_CLONE,
            "the clone routine of 1.11 keeps no masks and only reads node.arguments, but still "
            "passes an RNN's initial_state both as input and as argument (AssertionError); "
            "1.13 clones a seq2seq right (measured)"),
     Target("tensorflow", "tensorflow.python.keras.models", "_clone_functional_model",
            (1, 13, 0), (1, 14, 0),
-           ("MapTensorsInCallArguments", "ArgumentsInInputsPassedOnce") + KEPT_IN_THE_CLONE,
+           ("MapTensorsInCallArguments", "ArgumentsMadeBeforeTheirCalls",
+            "ArgumentsInInputsPassedOnce") + KEPT_IN_THE_CLONE,
            "the clone routine of 1.13 makes each layer from its config, which has no Lambda "
            "mask and no trainable of a model: the clone's Lambda has no mask, and a frozen "
            "nested model is trainable (1.14 writes the mask into Lambda's config and sets "
@@ -201,7 +209,8 @@ TARGETS = (
            "Bidirectional's initial_state) is passed back as it was"),
     Target("tensorflow", "tensorflow.python.keras.models", "_clone_functional_model",
            (1, 14, 0), (1, 15, 0),
-           ("MapTensorsInCallArguments", "ArgumentsInInputsPassedOnce", "GivenInputLayersKept"),
+           ("MapTensorsInCallArguments", "ArgumentsMadeBeforeTheirCalls",
+            "ArgumentsInInputsPassedOnce", "GivenInputLayersKept"),
            "the clone routine of 1.14 (kwargs = node.arguments or {}) still passes a tensor "
            "keyword argument back as it was, and Bidirectional's initial_state twice; a clone "
            "on given input tensors cannot be loaded once saved"),
@@ -218,21 +227,25 @@ TARGETS = (
            "the same routine, moved to tf.keras's Network in 1.7 (kwargs.setdefault)"),
     Target("tensorflow", "tensorflow.python.keras.engine.network", "Network._run_internal_graph",
            (1, 9, 0), (1, 11, 0),
-           ("CopyNodeArguments", "MapTensorsInCallArguments", "InputLayerPassesMask"),
+           ("CopyNodeArguments", "MapTensorsInCallArguments", "ArgumentsMadeBeforeTheirCalls",
+            "InputLayerPassesMask"),
            "the same routine, out of _impl in 1.9, which expands a None mask itself"),
     Target("tensorflow", "tensorflow.python.keras.engine.network", "Network._run_internal_graph",
            (1, 11, 0), (1, 13, 0),
-           ("CopyNodeArguments", "MapTensorsInCallArguments", "InputLayerPassesMask"),
+           ("CopyNodeArguments", "MapTensorsInCallArguments", "ArgumentsMadeBeforeTheirCalls",
+            "InputLayerPassesMask"),
            "calling a tf.keras model on new tensors: each call's mask pinned in the "
            "original's nodes, a tensor keyword argument of a custom layer passed back as it "
            "was, and a masked tensor refused by the model's input layer (an RNN's states "
            "reach it as inputs from 1.11)"),
     Target("tensorflow", "tensorflow.python.keras.engine.network", "Network._run_internal_graph",
-           (1, 13, 0), (1, 14, 0), ("CopyNodeArguments", "MapTensorsInCallArguments"),
+           (1, 13, 0), (1, 14, 0),
+           ("CopyNodeArguments", "MapTensorsInCallArguments", "ArgumentsMadeBeforeTheirCalls"),
            "the same; from 1.13 InputLayer supports masking itself"),
     Target("tensorflow", "tensorflow.python.keras.engine.network", "Network._run_internal_graph",
            (1, 14, 0), (1, 15, 0),
-           ("CopyNodeArguments", "MapTensorsInCallArguments", "ArgumentsInInputsPassedOnce"),
+           ("CopyNodeArguments", "MapTensorsInCallArguments", "ArgumentsMadeBeforeTheirCalls",
+            "ArgumentsInInputsPassedOnce"),
            "the same, rewritten in 1.14 to call each layer on all its node's inputs: "
            "Bidirectional gets its initial_state twice"),
     Target("tensorflow", "tensorflow.python.keras._impl.keras.engine.topology",

@@ -19,7 +19,7 @@ walks, increment_lineno and fix_missing_locations (a quarter of their
 instructions, benchmarks/patch_time.py): the source is the file's lines
 from the code object's first line to the last its line table names, parsed
 as they stand at their own lines; the rules walk statements, and only the
-two that look inside expressions walk those, once; new nodes are located as
+ones that look inside expressions walk those, once each; new nodes are located as
 they are made. What is left is mostly Python's own parse and the two
 compiles.
 """
@@ -33,7 +33,8 @@ from keras_clone_fix import _cache
 from keras_clone_fix._runtime import (
     UnsupportedFunction, arguments_not_in_inputs, given_input_layers_mapped, keras_masks,
     lambda_mask_kept, mask_through_input_layer, one_mask_per_output, recorded_output_masks,
-    layer_calls_in_order, tensors_mapped, trainable_kept, without_propagated_mask)
+    layer_calls_in_order, nodes_by_depth_in_call_order, tensors_mapped, trainable_kept,
+    without_propagated_mask)
 
 _HELPER_PREFIX = "_keras_clone_fix_"
 # These rules' text as imported: a stored build is used only where the
@@ -542,6 +543,66 @@ class LayerCallsKeptInOrder(Rule):
                          _unlocated_copy(queued.args[0]),
                          ast.Name(id="process_node", ctx=ast.Load()))
             return _located(self.rewritten(ast.Expr(value=call)), node)
+        return node
+
+
+# A model's nodes by depth: `_nodes_by_depth`, `nodes_by_depth` in Keras 2.0.x.
+_NODES_BY_DEPTH = ("_nodes_by_depth", "nodes_by_depth")
+_IN_CALL_ORDER = _HELPER_PREFIX + "nodes_by_depth"
+
+
+class ArgumentsMadeBeforeTheirCalls(Rule):
+    """`depth_keys = list(model._nodes_by_depth.keys())` ->
+    `<in call order> = nodes_by_depth_in_call_order(model._nodes_by_depth)`,
+    `depth_keys = list(<in call order>.keys())`, and the routine's other
+    reads of `model._nodes_by_depth` (Keras 2.0.x: `nodes_by_depth`) read
+    `<in call order>`.
+
+    Every routine makes a model's layer calls depth by depth, and a depth
+    counts a call's inputs, not its keyword arguments. A tensor keyword
+    argument made by a call that Keras puts at the same depth or after
+    (`w = Dense(3)(b)`, `Attend()(a, attention_mask=w)`, `w` also an
+    output) was not made yet when its call came, and the call got the
+    original graph's tensor (`You must feed a value for placeholder
+    tensor`), on every affected release; tf_keras 2 orders calls by their
+    keyword arguments too. Where no argument needs it, the depths are
+    Keras's own, in the same dict.
+    """
+
+    helpers = (nodes_by_depth_in_call_order,)
+
+    def visit_FunctionDef(self, node):
+        self.owner = None
+        for parent in _nodes(node):
+            for field in parent._fields:
+                value = getattr(parent, field, None)
+                if self._is_read(value):
+                    setattr(parent, field, self._local(value))
+                elif isinstance(value, list):
+                    value[:] = [self._local(item) if self._is_read(item) else item
+                                for item in value]
+        return self.generic_visit(node) if self.owner else node
+
+    def _is_read(self, node):
+        return (isinstance(node, ast.Attribute) and node.attr in _NODES_BY_DEPTH
+                and isinstance(node.ctx, ast.Load) and _name(node.value) is not None)
+
+    def _local(self, read):
+        """The local that replaces a read, the read kept for the assignment."""
+        if self.owner is None:
+            self.owner = read
+        elif _name(read.value) != _name(self.owner.value) or read.attr != self.owner.attr:
+            raise UnsupportedFunction("nodes by depth read from {} and {}".format(
+                ast.dump(self.owner), ast.dump(read)))
+        return ast.copy_location(ast.Name(id=_IN_CALL_ORDER, ctx=ast.Load()), read)
+
+    def visit_Assign(self, node):
+        if _name(node.targets[0]) == "depth_keys" and any(
+                _name(name) == _IN_CALL_ORDER for name in _nodes(node.value)):
+            ordered = ast.Assign(targets=[ast.Name(id=_IN_CALL_ORDER, ctx=ast.Store())],
+                                 value=_call(_helper(nodes_by_depth_in_call_order),
+                                             _unlocated_copy(self.owner)))
+            return [_located(self.rewritten(ordered), node), node]
         return node
 
 

@@ -22,20 +22,25 @@ def one_mask_per_output(mask, output_tensors):
     return mask
 
 
+def _producer(tensor):
+    """The node (the layer call) that made a Keras tensor."""
+    layer, node_index = tensor._keras_history[:2]
+    # Keras 2.0.x names the list inbound_nodes, 2.1 and later _inbound_nodes.
+    nodes = getattr(layer, "_inbound_nodes", None)
+    if nodes is None:
+        nodes = layer.inbound_nodes
+    return nodes[node_index]
+
+
 def recorded_output_masks(output_tensors):
     """The masks `Layer.__call__` recorded for these outputs of a layer call
     (what the next layer call will use): on the node it added (Keras), or
     on each tensor as `_keras_mask` (tf.keras, whose nodes keep no masks)."""
     masks = []
     for tensor in output_tensors:
-        layer, node_index, tensor_index = tensor._keras_history
-        # Keras 2.0.x names the list inbound_nodes, 2.1 and later _inbound_nodes.
-        nodes = getattr(layer, "_inbound_nodes", None)
-        if nodes is None:
-            nodes = layer.inbound_nodes
-        node = nodes[node_index]
+        node = _producer(tensor)
         if hasattr(node, "output_masks"):
-            masks.append(node.output_masks[tensor_index])
+            masks.append(node.output_masks[tensor._keras_history[2]])
         else:
             masks.append(getattr(tensor, "_keras_mask", None))
     return masks
@@ -197,8 +202,74 @@ def layer_calls_in_order(unprocessed_nodes, layer, process_node):
             return
 
 
+def _depths(nodes_by_depth):
+    return dict((node, depth) for depth, nodes in nodes_by_depth.items() for node in nodes)
+
+
+def _producers(node, tensors, depths):
+    """The nodes among `depths` (the model's) that made these tensors of a
+    call `node`, but the node itself (an input layer's node takes the tensor
+    it makes)."""
+    producers = (_producer(tensor) for tensor in _tensors_in(tensors))
+    return [producer for producer in producers if producer is not node and producer in depths]
+
+
+def arguments_made_later(nodes_by_depth):
+    """The nodes of a model (its `_nodes_by_depth`) whose call arguments
+    hold a tensor that another of its nodes makes at the same depth or
+    after: a depth counts a call's inputs, not its keyword arguments. Deepest
+    first, as the routines visit them. Each routine call asks: a node
+    without arguments costs no function call."""
+    later, depths = [], None
+    for depth in sorted(nodes_by_depth, reverse=True):
+        for node in nodes_by_depth[depth]:
+            arguments = getattr(node, "arguments", None)  # Keras 3 has none there
+            if not arguments or not isinstance(arguments, dict):
+                continue
+            if depths is None:
+                depths = _depths(nodes_by_depth)
+            if any(depths[producer] <= depth
+                   for producer in _producers(node, arguments, depths)):
+                later.append(node)
+    return later
+
+
+def nodes_by_depth_in_call_order(nodes_by_depth):
+    """A model's `_nodes_by_depth` itself, unless a node's call arguments
+    hold a tensor that the model makes at the node's depth or after
+    (arguments_made_later); then a new dict in which each node is deeper
+    than every node taking what it makes, as inputs or as arguments, and as
+    deep as Keras put it. Each depth lists its nodes in the order the
+    routines visited them."""
+    if not arguments_made_later(nodes_by_depth):
+        return nodes_by_depth
+    depths = _depths(nodes_by_depth)
+    producers = dict((node, _producers(node, [node.input_tensors, node.arguments], depths))
+                     for node in depths)
+    takers_left = dict((node, 0) for node in depths)
+    for node in depths:
+        for producer in producers[node]:
+            takers_left[producer] += 1
+    # Each node after all that take from it (Kahn's order): its depth is
+    # final by then. Keras tensors make no cycles.
+    ready = [node for node in depths if not takers_left[node]]
+    while ready:
+        node = ready.pop()
+        for producer in producers[node]:
+            depths[producer] = max(depths[producer], depths[node] + 1)
+            takers_left[producer] -= 1
+            if not takers_left[producer]:
+                ready.append(producer)
+    in_call_order = {}
+    for depth in sorted(nodes_by_depth, reverse=True):
+        for node in nodes_by_depth[depth]:
+            in_call_order.setdefault(depths[node], []).append(node)
+    return in_call_order
+
+
 # What the fixed code may call, by name.
 HELPERS = dict((helper.__name__, helper) for helper in (
     one_mask_per_output, recorded_output_masks, without_propagated_mask, tensors_mapped,
     arguments_not_in_inputs, mask_through_input_layer, keras_masks, lambda_mask_kept,
-    trainable_kept, given_input_layers_mapped, layer_calls_in_order))
+    trainable_kept, given_input_layers_mapped, layer_calls_in_order,
+    nodes_by_depth_in_call_order))

@@ -527,3 +527,56 @@ def test_layer_calls_kept_in_order():
     assert Network.from_config(config) == (Network, {"s": [0, 2, 1], "d": [0]})
     fixed = build_fixed(vars(Network)["from_config"].__func__, ["LayerCallsKeptInOrder"])
     assert fixed(Network, config) == (Network, {"s": [0, 1, 2], "d": [0]})
+
+
+class Call(object):
+    """A layer call (a node) that makes one tensor, its own layer too:
+    `_inbound_nodes` holds it. An input's call takes the tensor it makes."""
+
+    def __init__(self, name, inputs=None, **arguments):
+        self.name, self.arguments = name, arguments
+        self.made = Tensor()
+        self.made._keras_history = (self, 0, 0)
+        self._inbound_nodes = [self]
+        self.input_tensors = [self.made] if inputs is None else inputs
+
+
+def calls_by_depth(model):
+    """The routines' loop (Keras 2.1 - 2.3): the calls deepest first."""
+    made = []
+    depth_keys = list(model._nodes_by_depth.keys())
+    depth_keys.sort(reverse=True)
+    for depth in depth_keys:
+        nodes = model._nodes_by_depth[depth]
+        for node in nodes:
+            made.append(node.name)
+    return made
+
+
+class Model(object):
+    def __init__(self, nodes_by_depth):
+        self._nodes_by_depth = nodes_by_depth
+
+
+def test_arguments_made_before_their_calls():
+    """`w = Dense(b)` is an output, `attend(a, attention_mask=w)` is not:
+    Keras's depths put w's call after attend's; the twin makes it first,
+    and the rest in Keras's order."""
+    a, b = Call("a"), Call("b")
+    w = Call("w", [b.made])
+    attend = Call("attend", [a.made], attention_mask=[w.made])
+    out = Call("out", [attend.made])
+    model = Model({2: [a], 1: [attend, b], 0: [out, w]})
+    assert calls_by_depth(model) == ["a", "attend", "b", "out", "w"]
+    fixed = build_fixed(calls_by_depth, ["ArgumentsMadeBeforeTheirCalls"])
+    assert fixed(model) == ["b", "a", "w", "attend", "out"]
+    assert _runtime.arguments_made_later(model._nodes_by_depth) == [attend]
+
+
+def test_nodes_by_depth_kept_where_no_argument_needs_them():
+    """An argument made deeper than its call: Keras's own dict."""
+    a, b = Call("a"), Call("b")
+    attend = Call("attend", [a.made], attention_mask=b.made)
+    nodes_by_depth = {1: [a, b], 0: [attend]}
+    assert _runtime.nodes_by_depth_in_call_order(nodes_by_depth) is nodes_by_depth
+    assert _runtime.arguments_made_later(nodes_by_depth) == []
