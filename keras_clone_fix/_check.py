@@ -25,10 +25,10 @@ import sys
 import traceback
 
 from keras_clone_fix._affected import (
-    CALLS_OUT_OF_ORDER, FROZEN_NESTED, LAMBDA_MASK, MASKED_CALL, MULTI_OUTPUT_MASK, NESTED_MASKED,
-    NESTED_OUTPUT_MASKS, SHARED_MODEL, STATE_INPUTS, SURPLUS_MASKS, TENSOR_ARGUMENTS, api_version,
-    endangered_checks, keras_version, targets_for)
-from keras_clone_fix._runtime import is_lambda
+    ARGUMENT_MADE_LATER, CALLS_OUT_OF_ORDER, FROZEN_NESTED, LAMBDA_MASK, MASKED_CALL,
+    MULTI_OUTPUT_MASK, NESTED_MASKED, NESTED_OUTPUT_MASKS, SHARED_MODEL, STATE_INPUTS,
+    SURPLUS_MASKS, TENSOR_ARGUMENTS, api_version, endangered_checks, keras_version, targets_for)
+from keras_clone_fix._runtime import arguments_made_later, is_lambda
 
 OK, WRONG, ERROR, UNAVAILABLE = "ok", "wrong", "error", "unavailable"
 FAILED = (WRONG, ERROR)
@@ -218,8 +218,9 @@ def layers_called_out_of_order(config):
 def model_risks(keras, model):
     """[(layer path, risk (_affected's names), what in the layer meets it,
     whether it runs when a model nested in another is called)], in the
-    model's layer order, whatever the release; then the layers whose calls
-    the model's or a nested model's config makes out of order."""
+    model's layer order, whatever the release; then, for the model and each
+    nested model, the calls whose tensor arguments its depths make later,
+    and the layers whose calls its config makes out of order."""
     found = []
     for path, layer in all_layers(keras, model):
         nodes = inbound_nodes(layer)
@@ -270,6 +271,12 @@ def model_risks(keras, model):
     models = [("", model)] + [(path + "/", layer) for path, layer in all_layers(keras, model)
                               if is_model(keras, layer)]
     for prefix, each in models:
+        # Keras 2.0.x names it nodes_by_depth.
+        by_depth = getattr(each, "_nodes_by_depth", None) or getattr(each, "nodes_by_depth", {})
+        for node in arguments_made_later(by_depth):
+            found.append((prefix + node.outbound_layer.name, ARGUMENT_MADE_LATER,
+                          "called with a tensor argument that the model's depths make after "
+                          "the call", bool(prefix)))
         try:
             config = each.get_config()
         except Exception:  # whatever a layer's get_config raises

@@ -186,12 +186,17 @@ class Shifted(keras.layers.Layer):
 keras.utils.generic_utils.get_custom_objects()["Shifted"] = Shifted
 
 
+@pytest.mark.parametrize("made_later", [False, True], ids=["an input", "made later"])
 @pytest.mark.parametrize("use", [cloned, called_on_new_inputs], ids=["clone", "call"])
-def test_custom_layer_with_a_tensor_keyword_argument(request, clone_mode, use):
-    """Every affected release passes the original graph's tensor."""
+def test_custom_layer_with_a_tensor_keyword_argument(request, clone_mode, use, made_later):
+    """Every affected release passes the original graph's tensor; made
+    later: `shift = Dense(3)(s)`, an output too, which Keras's depths put
+    after the call taking it."""
     expect_upstream_failure(request, clone_mode, AFFECTED, VERSION, raises=call_failure())
-    x, shift = Input(shape=(3,)), Input(shape=(3,))
-    model = Model([x, shift], keras.layers.Dense(2)(Shifted()(x, shift=shift)))
+    x, s = Input(shape=(3,)), Input(shape=(3,))
+    shift = keras.layers.Dense(3)(s) if made_later else s
+    outputs = keras.layers.Dense(2)(keras.layers.Dense(2)(Shifted()(x, shift=shift)))
+    model = Model([x, s], [outputs, shift] if made_later else outputs)
     random = numpy.random.RandomState(0)
     inputs = [random.normal(size=(4, 3)), random.normal(size=(4, 3))]
     assert_close(predict(model, inputs), predict(use(model), inputs))

@@ -16,6 +16,11 @@
   loading for every model) made a layer's calls in another order where one
   waited for the other layer's, and wired the calls after them to the wrong
   ones (keras-team/keras#11159; LayerCallsKeptInOrder).
+- A tensor keyword argument made by a call that Keras's depths put after
+  the call taking it (`Attend()(a, attention_mask=w)`, `w = Dense(3)(b)`
+  also an output): both routines made the call first, with the original
+  graph's `w` (`You must feed a value for placeholder tensor`, every
+  affected release; ArgumentsMadeBeforeTheirCalls).
 - A clone on given `input_tensors`: the clone routine called a copy of the
   model's input layer on the given `Input`, and a file saved from the clone
   did not load (`Graph disconnected`, keras-team/keras#11857;
@@ -33,7 +38,8 @@ import pytest
 
 from conftest import expect_upstream_failure, installed, version_of
 from keras_clone_fix import _activation
-from keras_clone_fix._affected import CALLS_OUT_OF_ORDER, FROZEN_NESTED, LAMBDA_MASK, SURPLUS_MASKS
+from keras_clone_fix._affected import (
+    ARGUMENT_MADE_LATER, CALLS_OUT_OF_ORDER, FROZEN_NESTED, LAMBDA_MASK, SURPLUS_MASKS)
 
 import keras_clone_fix
 
@@ -53,7 +59,7 @@ def _families():
         # test_model_boundary); the rules are the same there.
         if (2, 0, 7) <= version < (2, 4, 0) and keras.backend.backend() != "theano":
             found.append(("keras " + keras.__version__, keras,
-                          {LAMBDA_MASK, FROZEN_NESTED, GIVEN_INPUTS} | (
+                          {LAMBDA_MASK, FROZEN_NESTED, GIVEN_INPUTS, ARGUMENT_MADE_LATER} | (
                               {SURPLUS_MASKS} if version >= (2, 1, 6) else set()) | (
                               {CALLS_OUT_OF_ORDER} if version < (2, 2, 5) else set()), True))
     if installed("tensorflow"):
@@ -63,7 +69,7 @@ def _families():
             # 1.14 writes a Lambda's mask into its config and sets a model's
             # trainable on the layers inside: not patched for these, correct.
             found.append(("tf.keras " + tensorflow.__version__, tensorflow.keras,
-                          {GIVEN_INPUTS, CALLS_OUT_OF_ORDER} | (
+                          {GIVEN_INPUTS, CALLS_OUT_OF_ORDER, ARGUMENT_MADE_LATER} | (
                               {LAMBDA_MASK, FROZEN_NESTED} if version < (1, 14) else set()), True))
     if installed("tf_keras"):
         tf_keras = importlib.import_module("tf_keras")
@@ -193,6 +199,24 @@ def conditioned_on_two_masked_inputs(keras):
     return keras.models.Model(tokens, L.LSTM(2)(conditioned))
 
 
+def argument_made_after_its_call(keras):
+    """Attend()(a, attention_mask=w), `w = Dense(3)(b)` an output too: Keras's
+    depths count a call's inputs only, and put w's call after Attend's."""
+    L = keras.layers
+
+    class Attend(L.Layer):
+        def call(self, inputs, attention_mask=None):
+            return inputs * attention_mask
+
+        def compute_output_shape(self, input_shape):
+            return input_shape
+
+    a, b = L.Input(shape=(3,)), L.Input(shape=(3,))
+    w = L.Dense(3)(b)
+    attended = Attend(name="attend")(a, attention_mask=w)
+    return keras.models.Model([a, b], [L.Dense(1)(L.Dense(3)(attended)), w])
+
+
 def two_paddings():
     """Inputs for conditioned_on_two_masked_inputs: padded differently, so
     that the second mask gives other predictions than the first."""
@@ -253,6 +277,22 @@ def test_one_output_from_several_masked_inputs(request, family):
                                       rtol=1e-6, atol=1e-7)
 
 
+def test_argument_made_before_its_call(request, family):
+    """The model called on new tensors, and its clone, make `w` before the
+    call that takes it, and predict what the model predicts."""
+    expect(request, family, ARGUMENT_MADE_LATER, "the call comes before its argument is made",
+           raises=Exception)
+    keras = family[0]
+    model = argument_made_after_its_call(keras)
+    random = numpy.random.RandomState(0)
+    data = [random.normal(size=(BATCH, 3)), random.normal(size=(BATCH, 3))]
+    inputs = [keras.layers.Input(shape=(3,)) for _ in range(2)]
+    nested = keras.models.Model(inputs, model(inputs))
+    for rebuilt in (nested, cloned(keras, model)):
+        for got, expected in zip(rebuilt.predict(data), model.predict(data)):
+            numpy.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-7)
+
+
 def test_layer_calls_keep_their_order_in_a_clone_and_a_loaded_model(request, family, tmp_path):
     """The clone (which makes the nested model from its config) and the
     model saved and loaded predict what the model predicts."""
@@ -300,7 +340,11 @@ def test_clone_on_given_inputs_saves_and_loads(request, family, tmp_path):
     (calls_in_a_cycle, "cycle/s", CALLS_OUT_OF_ORDER, "a layer whose calls the model's config "
      "makes out of order (one waits for another layer's)", "clone",
      "wrong: largest absolute difference"),
-], ids=["lambda mask", "frozen nested model", "more masks than outputs", "calls out of order"])
+    (argument_made_after_its_call, "attend", ARGUMENT_MADE_LATER, "called with a tensor "
+     "argument that the model's depths make after the call", "nested",
+     "error: InvalidArgumentError: You must feed a value for placeholder tensor"),
+], ids=["lambda mask", "frozen nested model", "more masks than outputs", "calls out of order",
+        "argument made later"])
 def test_check_names_the_risk_and_its_check_sees_it(family, build, path, bug, what, check, wrong):
     """`check`'s engine, in this interpreter: the layer is named at risk where
     the release has the bug, and the check fails unpatched only there."""
