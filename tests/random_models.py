@@ -9,8 +9,8 @@ build that), LSTMs started with the states of an encoder LSTM from another branc
 (initial_state), Bidirectional LSTMs started with the four states of a
 Bidirectional encoder (from keras 2.1.4), RNNs whose cell takes an encoder
 state as a constant, a custom layer called with a tensor keyword argument
-(Attend()(x, attention_mask=w), `w` a model input or a tensor `x` is
-computed from), and model boundaries: a chain of Dense and LSTM layers
+(Attend()(x, attention_mask=w), `w` a model input or any open tensor,
+which may then reach an output), and model boundaries: a chain of Dense and LSTM layers
 after an open tensor wrapped in an inner model that is called on that tensor. Every tensor it
 makes reaches a model output, so a clone that drops an output cannot pass.
 
@@ -238,10 +238,11 @@ class RandomModel(object):
 
     def _attend(self):
         """A custom layer called with a tensor keyword argument,
-        Attend()(x, attention_mask=w): `w` a new model input, or an open
-        tensor that `x` is computed from (through a Dense). Keras records `w`
-        in the node's arguments only, not as an input: its routines compute
-        `w` before the layer only as an input or an ancestor of `x`."""
+        Attend()(x, attention_mask=w): `w` a new model input, or any other
+        open tensor, which stays open. Keras records `w` in the node's
+        arguments only, not as an input, and its depths count inputs only:
+        `w` may reach an output, or a later call, that they put after this
+        one."""
         if self.random.random() < 0.5:
             w = Tensor(features("attention_{}".format(len(self.inputs))), masked=False)
             self.inputs.append(w.value)
@@ -251,13 +252,13 @@ class RandomModel(object):
                 return
             self.features.add("tensor keyword argument: a model input")
         else:
-            taken = self._take()
-            if not taken:
+            taken = self._take(2)
+            if len(taken) < 2:
+                self.open.extend(taken)
                 return
-            w, dense = taken[0], keras.layers.Dense(3)
-            value, flat = self._both(lambda x: dense(x[0]), [w])
-            inputs = [Tensor(value, w.masked, flat, w.unpatched_masked)]
-            self.features.add("tensor keyword argument: computed")
+            inputs, w = taken[:1], taken[1]
+            self.open.append(w)
+            self.features.add("tensor keyword argument: an open tensor")
         self.unpatched_misses_inputs = True  # every affected release
         self._call(Attend(), inputs, "pass", states=[("attention_mask", w)])
 
