@@ -597,17 +597,26 @@ def find_multi_gpu_model(keras):
     return multi_gpu_model, None
 
 
+def seeing_two_gpus(keras, set_attribute=setattr):
+    """The multi_gpu_model that check_multi_gpu runs, made to see two GPUs
+    (`set_attribute` puts the list of devices into its module: a test's
+    monkeypatch.setattr restores it); None where there is none."""
+    multi_gpu_model, _ = find_multi_gpu_model(keras)
+    if multi_gpu_model is not None:
+        # Named as TensorFlow names them: tf.keras parses the names.
+        devices = ["/job:localhost/replica:0/task:0/device:" + device
+                   for device in ("CPU:0", "GPU:0", "GPU:1")]
+        set_attribute(importlib.import_module(multi_gpu_model.__module__),
+                      "_get_available_devices", lambda: devices)
+    return multi_gpu_model
+
+
 def simulate_two_gpus(keras):
     """Let multi_gpu_model build on the CPU: it sees two GPUs, and the
     session places their operations on the CPU. Before the model is loaded:
     a new session would lose its weights."""
-    multi_gpu_model, _ = find_multi_gpu_model(keras)
-    if multi_gpu_model is None:
+    if seeing_two_gpus(keras) is None:
         return
-    module = importlib.import_module(multi_gpu_model.__module__)
-    module._get_available_devices = lambda: [  # as TensorFlow names them: tf.keras parses that
-        "/job:localhost/replica:0/task:0/device:" + device for device in ("CPU:0", "GPU:0",
-                                                                          "GPU:1")]
     import tensorflow
     if tensorflow.__version__.startswith("1."):
         config = tensorflow.ConfigProto(allow_soft_placement=True)
