@@ -49,12 +49,16 @@ def recorded_output_masks(output_tensors):
 def mask_through_input_layer(layer, inputs, mask):
     """`layer.compute_mask(inputs, mask)`, except that an InputLayer passes
     the mask it is given on, as InputLayer does from Keras 2.2.3 and tf.keras
-    1.13 (`supports_masking = True`). An input layer is known by its class,
-    or by a base of that name: tf.keras 1.4 - 1.6's InputLayer is tf.layers'
-    InputLayer with Keras's Layer mixed in."""
-    if any(cls.__name__ == "InputLayer" for cls in type(layer).__mro__):
+    1.13 (`supports_masking = True`)."""
+    if is_input_layer(layer):
         return mask
     return layer.compute_mask(inputs, mask)
+
+
+def is_input_layer(layer):
+    """An InputLayer, known by its class or by a base of that name: tf.keras
+    1.4 - 1.6's InputLayer is tf.layers' InputLayer with Keras's Layer mixed in."""
+    return any(cls.__name__ == "InputLayer" for cls in type(layer).__mro__)
 
 
 def keras_masks(outputs):
@@ -217,9 +221,11 @@ def _producers(node, tensors, depths):
 def arguments_made_later(nodes_by_depth):
     """The nodes of a model (its `_nodes_by_depth`) whose call arguments
     hold a tensor that another of its nodes makes at the same depth or
-    after: a depth counts a call's inputs, not its keyword arguments. Deepest
-    first, as the routines visit them. Each routine call asks: a node
-    without arguments costs no function call."""
+    after: a depth counts a call's inputs, not its keyword arguments. A
+    model input is there from the start (tf.keras 1.14 puts an input that
+    only a keyword argument takes at depth 0). Deepest first, as the
+    routines visit them. Each routine call asks: a node without arguments
+    costs no function call."""
     later, depths = [], None
     for depth in sorted(nodes_by_depth, reverse=True):
         for node in nodes_by_depth[depth]:
@@ -228,7 +234,7 @@ def arguments_made_later(nodes_by_depth):
                 continue
             if depths is None:
                 depths = _depths(nodes_by_depth)
-            if any(depths[producer] <= depth
+            if any(depths[producer] <= depth and not is_input_layer(producer.outbound_layer)
                    for producer in _producers(node, arguments, depths)):
                 later.append(node)
     return later

@@ -530,15 +530,17 @@ def test_layer_calls_kept_in_order():
 
 
 class Call(object):
-    """A layer call (a node) that makes one tensor, its own layer too:
-    `_inbound_nodes` holds it. An input's call takes the tensor it makes."""
+    """A layer call (a node) that makes one tensor, the layer holding it in
+    its `_inbound_nodes` too. A model input's call (of an InputLayer) takes
+    the tensor it makes."""
 
     def __init__(self, name, inputs=None, **arguments):
         self.name, self.arguments = name, arguments
         self.made = Tensor()
         self.made._keras_history = (self, 0, 0)
         self._inbound_nodes = [self]
-        self.input_tensors = [self.made] if inputs is None else inputs
+        self.outbound_layer = self if inputs else InputLayer(mask=None)
+        self.input_tensors = inputs or [self.made]
 
 
 def calls_by_depth(model):
@@ -573,10 +575,14 @@ def test_arguments_made_before_their_calls():
     assert _runtime.arguments_made_later(model._nodes_by_depth) == [attend]
 
 
-def test_nodes_by_depth_kept_where_no_argument_needs_them():
-    """An argument made deeper than its call: Keras's own dict."""
+@pytest.mark.parametrize("depth_of_b", [1, 0], ids=["deeper", "a model input at depth 0"])
+def test_nodes_by_depth_kept_where_no_argument_needs_them(depth_of_b):
+    """An argument made deeper than its call, or a model input, there from
+    the start (tf.keras 1.14 puts one that only a keyword argument takes at
+    depth 0): Keras's own dict."""
     a, b = Call("a"), Call("b")
     attend = Call("attend", [a.made], attention_mask=b.made)
-    nodes_by_depth = {1: [a, b], 0: [attend]}
+    nodes_by_depth = {1: [a], 0: [attend]}
+    nodes_by_depth[depth_of_b].append(b)
     assert _runtime.nodes_by_depth_in_call_order(nodes_by_depth) is nodes_by_depth
     assert _runtime.arguments_made_later(nodes_by_depth) == []
