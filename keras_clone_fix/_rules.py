@@ -564,9 +564,9 @@ class ArgumentsMadeBeforeTheirCalls(Rule):
     (`w = Dense(3)(b)`, `Attend()(a, attention_mask=w)`, `w` also an
     output) was not made yet when its call came, and the call got the
     original graph's tensor (`You must feed a value for placeholder
-    tensor`), on every affected release; tf_keras 2 orders calls by their
-    keyword arguments too. Where no argument needs it, the depths are
-    Keras's own, in the same dict.
+    tensor`), on every affected release; tf_keras 2.21 computes it right.
+    Where no argument needs it, the depths are Keras's own, in the same
+    dict.
     """
 
     helpers = (nodes_by_depth_in_call_order,)
