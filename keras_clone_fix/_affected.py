@@ -10,25 +10,36 @@ so it costs nothing to import.
 import sys
 
 # family -> (first release, first release past the range, affected?, why).
-# Ranges are half-open and together cover every version.
+# Ranges are half-open and together cover every version. An affected
+# range's why names, in RULE_WORDS' words, every rule its targets apply
+# (tests/test_docs.py holds it, and the README's row, to TARGETS).
 RELEASES = {
     "keras": (
         ((0, 0, 0), (2, 0, 0), False,
          "Keras 1.x is not multi-backend Keras 2: its rebuild routines are "
          "other code, not examined by this package"),
         ((2, 0, 0), (2, 0, 7), True,
-         "calling a model on new tensors writes each call's masks into the "
-         "original's node arguments: a shared or nested model's later calls use "
-         "an earlier call's mask, and a masked tensor cannot be passed into a model "
-         "(clone_model does not exist before 2.0.7)"),
+         "calling a model on new tensors (no clone_model before 2.0.7): "
+         "masks written into the original; recorded masks passed back (to 2.0.2); "
+         "the original's tensors in call arguments; keyword tensors made after their "
+         "call; masked tensors refused by a model"),
         ((2, 0, 7), (2, 2, 5), True,
-         "clone_model and calling a model on new tensors keep one output mask "
-         "when compute_mask returns one value, and drop or refuse the other "
-         "outputs of every multi-output layer; before 2.2.3 a masked tensor "
-         "cannot be passed into a model"),
+         "clone_model, calling a model on new tensors, and from_config (load_model): "
+         "multi-output layers' outputs dropped or refused; outputs or masks lost in "
+         "clones; masks pinned in clones; masks written into the original; the "
+         "original's tensors in call arguments; keyword tensors made after their call; "
+         "initial_state or constants passed twice; masked tensors refused by a model "
+         "(to 2.2.2); a Lambda's mask lost in clones; frozen nested models unfrozen in "
+         "clones; clones on input_tensors that do not reload; layer calls reordered by "
+         "from_config"),
         ((2, 2, 5), (2, 4, 0), True,
-         "2.2.5 fixed clone_model for layers without masking only: multi-output "
-         "masking layers still lose outputs, and nested models lose their masks"),
+         "clone_model and calling a model on new tensors: multi-output layers' outputs "
+         "dropped or refused (masking layers); outputs or masks lost in clones (nested "
+         "models' masks); masks pinned in clones; masks written into the original; the "
+         "original's tensors in call arguments; keyword tensors made after their call; "
+         "initial_state or constants passed twice; a Lambda's mask lost in clones; "
+         "frozen nested models unfrozen in clones; clones on input_tensors that do not "
+         "reload"),
         ((2, 4, 0), (3, 0, 0), False,
          "Keras >= 2.4 is a front for tf.keras, whose clone_model is correct"),
         ((3, 0, 0), None, False,
@@ -38,12 +49,15 @@ RELEASES = {
         ((0, 0, 0), (1, 4, 0), False,
          "TensorFlow before 1.4 has no tf.keras (only tf.contrib.keras): not examined"),
         ((1, 4, 0), (1, 15, 0), True,
-         "tf.keras's routine that calls a model on new tensors writes each call's mask "
-         "into the original's node arguments: a shared or nested model's later calls use "
-         "an earlier call's mask; before 1.11 it and the clone routine also pass back "
-         "recorded tensors of the original graph, and before 1.9 they drop outputs; "
-         "before 1.13 a masked tensor cannot be passed into a model, and 1.11 - 1.13 "
-         "drop the output masks of a model called on new tensors"),
+         "tf.keras's clone_model (model_to_estimator), calling a model on new tensors, "
+         "and from_config (load_model): masks written into the original; multi-output "
+         "layers' outputs dropped or refused (to 1.8); outputs or masks lost in clones "
+         "(to 1.10); masks pinned in clones (to 1.10); the original's tensors in call "
+         "arguments; keyword tensors made after their call; initial_state or constants "
+         "passed twice; masked tensors refused by a model (to 1.12); a called model's "
+         "output masks lost (1.11 - 1.13); a Lambda's mask lost in clones (to 1.13); "
+         "frozen nested models unfrozen in clones (to 1.13); clones on input_tensors "
+         "that do not reload; layer calls reordered by from_config"),
         ((1, 15, 0), None, False,
          "tf.keras of TensorFlow 1.15 and 2.x copies the call arguments: correct"),
     ),
@@ -85,6 +99,25 @@ RULE_RISKS = {
     "TrainableKept": (FROZEN_NESTED,),
     "GivenInputLayersKept": (),
     "LayerCallsKeptInOrder": (CALLS_OUT_OF_ORDER,),
+}
+# What each rule mends, in a user's words: every affected range's reason in
+# RELEASES, and its row of the README's table, names the rules its targets
+# apply in these words (tests/test_docs.py). A new rule adds its words here.
+RULE_WORDS = {
+    "CopyNodeArguments": "masks written into the original",
+    "PropagatedMaskNotPassedBack": "recorded masks passed back",
+    "LayerCallPropagatesMasks": "masks pinned in clones",
+    "RecordedOutputMasks": "outputs or masks lost in clones",
+    "OneMaskPerOutput": "multi-output layers' outputs dropped or refused",
+    "MapTensorsInCallArguments": "the original's tensors in call arguments",
+    "ArgumentsMadeBeforeTheirCalls": "keyword tensors made after their call",
+    "ArgumentsInInputsPassedOnce": "initial_state or constants passed twice",
+    "InputLayerPassesMask": "masked tensors refused by a model",
+    "MaskAlreadyComputedKept": "a called model's output masks lost",
+    "LambdaMaskKept": "a Lambda's mask lost in clones",
+    "TrainableKept": "frozen nested models unfrozen in clones",
+    "GivenInputLayersKept": "clones on input_tensors that do not reload",
+    "LayerCallsKeptInOrder": "layer calls reordered by from_config",
 }
 # The checks (_check.CHECKS) that a routine's mistakes endanger: the clone
 # routine clones (multi_gpu_model clones too); the routine that calls a model

@@ -305,8 +305,20 @@ def test_wheel_file_names_carry_the_version():
     assert named and all(WHEEL.match(word).group(1) == version for word in named), named
 
 
-README_RELEASE_ROW = re.compile(r"^\| (keras|tf\.keras) \| ([^|]+) \|[^\n]*\| ([^|]+) \|$",
+README_RELEASE_ROW = re.compile(r"^\| (keras|tf\.keras) \| ([^|]+) \|([^\n]*)\| ([^|]+) \|$",
                                 re.MULTILINE)
+VERSION_NAMED = re.compile(r"(?<![\w.])(\d+)(?:\.(\d+))?(?:\.(\d+))?")
+
+
+def readme_release_rows():
+    """(package, the versions its releases cell names, the row's other
+    cells, its last cell) of each row of the README's "Which releases":
+    2.0.7 as (2, 0, 7), 1.14 as (1, 14, 0), 1.x as (1, 0, 0)."""
+    rows = README_RELEASE_ROW.findall(read(os.path.join(ROOT, "README.md")))
+    assert rows, "no rows read from the README's table of releases"
+    return [("keras" if family == "keras" else "tensorflow",
+             [tuple(int(part or 0) for part in found) for found in VERSION_NAMED.findall(releases)],
+             cells, patched) for family, releases, cells, patched in rows]
 
 
 def test_readme_release_table_agrees_with_the_version_guard():
@@ -314,19 +326,57 @@ def test_readme_release_table_agrees_with_the_version_guard():
     in a range of _affected.RELEASES affected exactly when the row says
     "patched", and every affected range begins a row."""
     from keras_clone_fix._affected import RELEASES, is_affected
-    rows = README_RELEASE_ROW.findall(read(os.path.join(ROOT, "README.md")))
-    assert rows, "no rows read from the README's table of releases"
     wrong, firsts = [], set()
-    for family, releases, patched in rows:
-        package = "keras" if family == "keras" else "tensorflow"
-        # 2.0.7, 1.14 (1.14.0), 1.x (1.0.0)
-        versions = [tuple(int(part or 0) for part in found) for found in
-                    re.findall(r"(?<![\w.])(\d+)(?:\.(\d+))?(?:\.(\d+))?", releases)]
+    for package, versions, _, patched in readme_release_rows():
         firsts.add((package, versions[0]))
         for version in (".".join(map(str, parts)) for parts in versions):
             if is_affected(package, version)[0] != ("**patched**" in patched):
-                wrong.append("{} {}: {} says {!r}".format(family, releases, version, patched))
+                wrong.append("{} {}: says {!r}".format(package, version, patched))
     wrong += ["{} {}: affected, and no row begins there".format(package, first)
               for package, ranges in RELEASES.items() for first, _, affected, _ in ranges
               if affected and (package, first) not in firsts]
+    assert not wrong, "\n".join(wrong)
+
+
+def rules_applied(family, first, past):
+    """The rules TARGETS applies somewhere in a family's releases [first, past)."""
+    from keras_clone_fix._affected import TARGETS
+    return set(rule for target in TARGETS if target.family == family
+               and (past is None or target.first < past) and first < target.past
+               for rule in target.rules)
+
+
+def test_rule_words_are_one_per_rule_and_none_inside_another():
+    from keras_clone_fix._affected import RULE_RISKS, RULE_WORDS
+    assert sorted(RULE_WORDS) == sorted(RULE_RISKS)
+    inside = [(one, other) for one in RULE_WORDS.values() for other in RULE_WORDS.values()
+              if one != other and one in other]
+    assert not inside, inside
+
+
+def test_each_affected_range_names_the_rules_its_targets_apply():
+    """The reason of each range of _affected.RELEASES (which the self-check
+    and `check` print) and the README row that begins at it name, in
+    RULE_WORDS' words, exactly the rules that TARGETS applies in the range:
+    a rule added to a range's targets fails here until its words are in
+    RULE_WORDS, the reason and the README row."""
+    from keras_clone_fix._affected import RELEASES, RULE_WORDS
+    rows = dict(((package, versions[0]), cells.replace("`", ""))
+                for package, versions, cells, _ in readme_release_rows())
+    wrong = []
+    for family, ranges in sorted(RELEASES.items()):
+        for first, past, _, why in ranges:
+            rules = rules_applied(family, first, past)
+            name = "{} {}".format(family, ".".join(map(str, first)))
+            for where, text in (("RELEASES reason", why),
+                                ("README row", rows.get((family, first)))):
+                if text is None:
+                    if rules:
+                        wrong.append("{}: no {} begins there".format(name, where))
+                    continue
+                named = set(rule for rule, words in RULE_WORDS.items() if words in text)
+                wrong += ["{}: the {} does not say {!r} ({})".format(
+                    name, where, RULE_WORDS[rule], rule) for rule in sorted(rules - named)]
+                wrong += ["{}: the {} says {!r}, and no target there applies {}".format(
+                    name, where, RULE_WORDS[rule], rule) for rule in sorted(named - rules)]
     assert not wrong, "\n".join(wrong)
