@@ -380,3 +380,27 @@ def test_each_affected_range_names_the_rules_its_targets_apply():
                 wrong += ["{}: the {} says {!r}, and no target there applies {}".format(
                     name, where, RULE_WORDS[rule], rule) for rule in sorted(named - rules)]
     assert not wrong, "\n".join(wrong)
+
+
+def test_readme_is_at_most_170_lines():
+    with io.open(os.path.join(ROOT, "README.md"), encoding="utf-8") as readme:
+        assert len(readme.read().splitlines()) <= 170
+
+
+def test_long_description_has_no_link_that_needs_the_repository():
+    """setup.py gives the README as the package's long description, each
+    relative link as its text, and the sdist ships the files they name."""
+    import runpy
+    description = runpy.run_path(os.path.join(ROOT, "setup.py"),
+                                 run_name="setup")["long_description"]()
+    readme = read(os.path.join(ROOT, "README.md"))
+    assert len(description.splitlines()) == len(readme.splitlines())
+    relative_links = [target for target in LINK.findall(description) if not SCHEME.match(target)]
+    assert not relative_links, relative_links
+    manifest = [line.split() for line in read(os.path.join(ROOT, "MANIFEST.in")).splitlines()]
+    shipped = [name for words in manifest if words[:1] == ["include"] for name in words[1:]]
+    grafted = [words[1] + "/" for words in manifest if words[:1] == ["graft"]]
+    unshipped = [target for target in links(os.path.join(ROOT, "README.md"))
+                 if target.partition("#")[0] and target.partition("#")[0] not in shipped
+                 and not target.startswith(tuple(grafted))]
+    assert not unshipped, unshipped
