@@ -404,3 +404,43 @@ def test_long_description_has_no_link_that_needs_the_repository():
                  if target.partition("#")[0] and target.partition("#")[0] not in shipped
                  and not target.startswith(tuple(grafted))]
     assert not unshipped, unshipped
+
+
+# A test asserting that the side without the fix gets check's "wrong" (the
+# predictions differ, nothing raised): {"load": "wrong"}, == "wrong", "wrong: ...".
+SILENT_VERDICT = re.compile(r'(?::|==) "wrong"|"wrong: ')
+NAMED_TEST = re.compile(r"`(tests/test_\w+\.py)::(test_\w+)`")
+
+
+def functions_of_the_tests():
+    """{"tests/test_x.py::test_name": its text, decorators included}."""
+    found = {}
+    for path in sorted(glob.glob(os.path.join(ROOT, "tests", "test_*.py"))):
+        decorators = ""
+        for statement in re.split(r"\n(?=\S)", read(path)):
+            if statement.startswith("@"):
+                decorators += statement
+                continue
+            named = re.match(r"def (test_\w+)\(", statement)
+            if named:
+                found["{}::{}".format(relative(path), named.group(1))] = decorators + statement
+            decorators = ""
+    return found
+
+
+def test_silent_cases_listed_are_those_the_tests_prove():
+    """releases.md's "No error, wrong numbers": each case names a test that
+    exists, and every test that asserts a "wrong" result without the fix is
+    named there."""
+    text = read(os.path.join(ROOT, "docs", "releases.md"))
+    listed = re.search(r"^- No error, wrong numbers.*?\n(?=\S|\n)", text,
+                       re.MULTILINE | re.DOTALL).group(0)
+    cases = re.findall(r"^  - (.*?)(?=^  - |\Z)", listed, re.MULTILINE | re.DOTALL)
+    assert cases, listed
+    functions = functions_of_the_tests()
+    named = set("::".join(found) for found in NAMED_TEST.findall(listed))
+    wrong = ["a case names no test: " + case for case in cases if not NAMED_TEST.search(case)]
+    wrong += [name + " is not a test" for name in sorted(named - set(functions))]
+    wrong += [name + " asserts a silent failure and the list does not name it" for name, body
+              in sorted(functions.items()) if SILENT_VERDICT.search(body) and name not in named]
+    assert not wrong, "\n".join(wrong)
