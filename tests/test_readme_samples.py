@@ -77,7 +77,9 @@ def printed(command, directory):
     """What COMMAND (python -m keras_clone_fix ...) prints on stdout, as shown."""
     words = shlex.split(command)
     assert words[:3] == ["python", "-m", "keras_clone_fix"], command
-    finished = run_python(words[1:], cwd=directory, env={"PYTHONPATH": directory})
+    # The user's directory, then what the tests run with (a tree put before the installed package).
+    path = [directory] + [os.environ["PYTHONPATH"]] * bool(os.environ.get("PYTHONPATH"))
+    finished = run_python(words[1:], cwd=directory, env={"PYTHONPATH": os.pathsep.join(path)})
     return shown(finished.stdout)
 
 
