@@ -29,8 +29,17 @@ RELEASES = {
         ((2, 2, 5), (2, 4, 0), True,
          "2.2.5 fixed clone_model for layers without masking only: multi-output "
          "masking layers still lose outputs, and nested models lose their masks"),
-        ((2, 4, 0), (3, 0, 0), False,
-         "Keras >= 2.4 is a front for tf.keras, whose clone_model is correct"),
+        ((2, 4, 0), (2, 6, 0), False,
+         "Keras 2.4 - 2.5 is a front for tf.keras: its routines are TensorFlow's, which "
+         "the tensorflow family's rows patch"),
+        ((2, 6, 0), (2, 7, 0), True,
+         "keras 2.6 (tf.keras of TensorFlow 2.6): a model's from_config, which load_model "
+         "and clone_model run too, makes a layer's calls out of order where one waits for "
+         "another layer's, and clone_model builds on the model's own inputs, not on the "
+         "given input tensors"),
+        ((2, 7, 0), (3, 0, 0), False,
+         "keras 2.7 - 2.15 makes a layer's calls in order and clones on the given input "
+         "tensors: correct"),
         ((3, 0, 0), None, False,
          "Keras 3 clones models with new code that is not affected"),
     ),
@@ -44,8 +53,19 @@ RELEASES = {
          "recorded tensors of the original graph, and before 1.9 they drop outputs; "
          "before 1.13 a masked tensor cannot be passed into a model, and 1.11 - 1.13 "
          "drop the output masks of a model called on new tensors"),
-        ((1, 15, 0), None, False,
+        ((1, 15, 0), (2, 0, 0), False,
          "tf.keras of TensorFlow 1.15 and 2.x copies the call arguments: correct"),
+        ((2, 0, 0), (2, 2, 0), True,
+         "tf.keras of TensorFlow 2.0 - 2.1: clone_model builds on the model's own inputs, "
+         "not on the given input tensors"),
+        ((2, 2, 0), (2, 6, 0), True,
+         "tf.keras of TensorFlow 2.2 - 2.5: a model's from_config (reconstruct_from_config, "
+         "which load_model and clone_model run too) makes a layer's calls out of order where "
+         "one waits for another layer's, and clone_model builds on the model's own inputs, "
+         "not on the given input tensors"),
+        ((2, 6, 0), None, False,
+         "tf.keras of TensorFlow 2.6 and later is the keras package (tf_keras or Keras 3 "
+         "from 2.16): that family's rows decide"),
     ),
 }
 FAMILIES = tuple(sorted(RELEASES))
@@ -68,8 +88,8 @@ SURPLUS_MASKS = "surplus masks"  # compute_mask gives more masks than the layer 
 # a tensor keyword argument made at or after its call's depth
 ARGUMENT_MADE_LATER = "argument made later"
 CALLS_OUT_OF_ORDER = "calls out of order"  # a model's from_config makes a layer's calls reordered
-# GivenInputLayersKept answers how a clone is made (on given input_tensors),
-# nothing a model has.
+# GivenInputLayersKept and GivenInputLayersTaken answer how a clone is made
+# (on given input_tensors), nothing a model has.
 RULE_RISKS = {
     "CopyNodeArguments": (MASKED_CALL, SHARED_MODEL, NESTED_MASKED),
     "PropagatedMaskNotPassedBack": (MASKED_CALL, TENSOR_ARGUMENTS),
@@ -84,6 +104,7 @@ RULE_RISKS = {
     "LambdaMaskKept": (LAMBDA_MASK,),
     "TrainableKept": (FROZEN_NESTED,),
     "GivenInputLayersKept": (),
+    "GivenInputLayersTaken": (),
     "LayerCallsKeptInOrder": (CALLS_OUT_OF_ORDER,),
 }
 # The checks (_check.CHECKS) that a routine's mistakes endanger: the clone
@@ -100,6 +121,9 @@ ROUTINE_CHECKS = {
     "set_mask_metadata": ("load", "clone", "clone_of_clone", "nested", "called_twice",
                           "multi_gpu"),
     "from_config": ("load",),
+    # From tf.keras 2.2 the clone routine makes the clone from the model's
+    # config with it too.
+    "reconstruct_from_config": ("load", "clone", "clone_of_clone"),
 }
 NESTED_MODEL_CHECKS = ("load", "clone", "clone_of_clone", "multi_gpu")
 
@@ -257,6 +281,25 @@ TARGETS = (
            "the same routine, moved to tf.keras's Network in 1.7"),
     Target("tensorflow", "tensorflow.python.keras.engine.network", "Network.from_config",
            (1, 9, 0), (1, 15, 0), ("LayerCallsKeptInOrder",), "the same, out of _impl in 1.9"),
+    # tf.keras 2.x, and the keras package 2.6 that is tf.keras of TensorFlow 2.6.
+    Target("tensorflow", "tensorflow.python.keras.models", "_clone_functional_model",
+           (2, 0, 0), (2, 6, 0), ("GivenInputLayersTaken",),
+           "clone_model on given input tensors: each of the model's input layers mapped to "
+           "itself, and the clone built on the model's own inputs"),
+    Target("keras", "keras.models", "_clone_functional_model", (2, 6, 0), (2, 7, 0),
+           ("GivenInputLayersTaken",), "the same routine, tf.keras's, in the keras package 2.6"),
+    Target("tensorflow", "tensorflow.python.keras.engine.network", "reconstruct_from_config",
+           (2, 2, 0), (2, 3, 0), ("LayerCallsKeptInOrder",),
+           "a model made from its config (from_config, loading, and every clone: the clone "
+           "routine makes it from its config too): a layer's calls made out of order where one "
+           "waits for another's; the routine is Network.from_config's, a function from 2.2"),
+    Target("tensorflow", "tensorflow.python.keras.engine.functional", "reconstruct_from_config",
+           (2, 3, 0), (2, 6, 0), ("LayerCallsKeptInOrder",),
+           "the same, moved to functional.py in 2.3 (2.4 defers a call whose tensor keyword "
+           "argument is not made yet, IndexError, to the same queue)"),
+    Target("keras", "keras.engine.functional", "reconstruct_from_config", (2, 6, 0), (2, 7, 0),
+           ("LayerCallsKeptInOrder",),
+           "the same, tf.keras's, in the keras package 2.6; 2.7 keeps the order"),
     Target("tensorflow", "tensorflow.python.keras.engine.base_layer", "Layer._set_mask_metadata",
            (1, 11, 0), (1, 14, 0), ("MaskAlreadyComputedKept",),
            "Layer.__call__'s mask bookkeeping: a model called on new tensors has its output "
