@@ -361,6 +361,41 @@ def is_affected(family, version):
     raise AssertionError("RELEASES[{!r}] does not cover {}".format(family, version))
 
 
+def imported_version(family):
+    """The `__version__` of a family imported in this process, else None."""
+    return getattr(sys.modules.get(family), "__version__", None)
+
+
+# Where a family's releases run the other family's code: keras 2.4 - 2.5 is a
+# front for tf.keras (its routines are TensorFlow's), and tf.keras of
+# TensorFlow 2.6 - 2.15 is the keras package. (family, first, past, the family
+# whose release decides.)
+FRONTS = (("keras", (2, 4, 0), (2, 6, 0), "tensorflow"),
+          ("tensorflow", (2, 6, 0), (2, 16, 0), "keras"))
+
+
+def deciding_release(family, version, version_of):
+    """(family, version) of the release whose routines a release of `family`
+    runs: the other family's where this one is a front for it (FRONTS;
+    version_of(family) -> its version string, or None), else its own. For
+    `check`, which loads a model with either family's API."""
+    parsed = parse_version(version, leading=True)
+    for front, first, past, other in FRONTS:
+        if front == family and parsed and first <= parsed < past and version_of(other):
+            return other, version_of(other)
+    return family, version
+
+
+def is_affected_running(family, version, version_of):
+    """is_affected() of the release that runs (deciding_release), with both
+    reasons where that is the other family's."""
+    decides = deciding_release(family, version, version_of)
+    affected, reason = is_affected(*decides)
+    if decides[0] != family:
+        reason = "{}; {}".format(is_affected(family, version)[1], reason)
+    return affected, reason
+
+
 def targets_for(family, version):
     """The targets to patch in a family of this version string. A version
     that is not recognised (patched only when forced) is taken by the

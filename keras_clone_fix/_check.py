@@ -27,7 +27,8 @@ import traceback
 from keras_clone_fix._affected import (
     ARGUMENT_MADE_LATER, CALLS_OUT_OF_ORDER, FROZEN_NESTED, LAMBDA_MASK, MASKED_CALL,
     MULTI_OUTPUT_MASK, NESTED_MASKED, NESTED_OUTPUT_MASKS, SHARED_MODEL, STATE_INPUTS,
-    SURPLUS_MASKS, TENSOR_ARGUMENTS, api_version, endangered_checks, keras_version, targets_for)
+    SURPLUS_MASKS, TENSOR_ARGUMENTS, api_version, deciding_release, endangered_checks,
+    imported_version, keras_version, targets_for)
 from keras_clone_fix._runtime import arguments_made_later, is_lambda
 
 OK, WRONG, ERROR, UNAVAILABLE = "ok", "wrong", "error", "unavailable"
@@ -163,7 +164,8 @@ def release_of(keras):
     if package == "tensorflow":
         import tensorflow
         return package, tensorflow.__version__
-    return package, keras_version(keras)
+    # keras 2.4 - 2.5 runs tf.keras's routines: TensorFlow's release decides.
+    return deciding_release(package, keras_version(keras), imported_version)
 
 
 def _inbound_calls(node_data):
