@@ -65,10 +65,11 @@ TF_KERAS_ELSEWHERE = "--ignore=tests/test_tf_keras.py"
 ACTIVATION, CHECK_COMMAND, UNPATCHED = "activation", "check_command", "unpatched"  # markers
 
 
-def leaving(*elsewhere, **env):
+def leaving(*elsewhere, running=(), **env):
     """QUIET_TF and env, with PYTEST_ADDOPTS leaving out `elsewhere`: pytest
-    options (from "-") and markers."""
-    options = [item for item in elsewhere if item.startswith("-")]
+    options (from "-") and markers; running only the test files `running`
+    where it names some."""
+    options = list(running) + [item for item in elsewhere if item.startswith("-")]
     markers = [item for item in elsewhere if not item.startswith("-")]
     if markers:  # pytest reads the last -m alone
         options.append("-m '{}'".format(" and ".join("not " + marker for marker in markers)))
@@ -84,6 +85,11 @@ PROVEN_BY_ITS_TWIN = (ACTIVATION, CHECK_COMMAND)
 # few graph optimizations: those are most of its time (docs/testing.md), and
 # the graphs the tests compare are Keras's.
 THEANO = dict(KERAS_BACKEND="theano", THEANO_FLAGS="optimizer=fast_compile")
+
+
+# TensorFlow 2.2 - 2.4 install on Python 3.8 with these (docs/testing.md).
+TF2_PINS = ["h5py==2.10.0", "numpy==1.18.5", "protobuf==3.20.3", "pytest<8"]
+TF2_ONLY = ["tests/test_tf2_keras.py"]
 
 
 def tf_on_python36(tensorflow, tensorboard, numpy):
@@ -128,6 +134,17 @@ ENVIRONMENTS = {
     "tf-1.13": ("3.7", ["tensorflow==1.13.2", "protobuf<3.21", "h5py<3"],
                 leaving(ACTIVATION, CHECK_COMMAND)),
     "tf-1.14": ("3.7", ["tensorflow==1.14.0", "protobuf<3.21", "h5py<3"], leaving(ACTIVATION)),
+    # tf.keras of TensorFlow 2.2 - 2.6: one session for each source of the routines
+    # patched there (reconstruct_from_config in network.py, functional.py, and
+    # the keras package's; the clone routine is one source throughout), each
+    # running tests/test_tf2_keras.py alone. Activation: 2.3's targets are
+    # module functions of the tensorflow family, as 2.2's; 2.6's are the keras
+    # family's, reached through tf.keras.
+    "tf-2.2": ("3.8", ["tensorflow-cpu==2.2.3"] + TF2_PINS, leaving(ACTIVATION, running=TF2_ONLY)),
+    "keras-2.4.3-tf-2.3": ("3.8", ["tensorflow-cpu==2.3.4", "keras==2.4.3"] + TF2_PINS,
+                           leaving(running=TF2_ONLY)),
+    "keras-2.6.0-tf-2.6": ("3.9", ["tensorflow-cpu==2.6.5", "keras==2.6.0", "protobuf==3.19.6",
+                                   "pytest<8"], leaving(running=TF2_ONLY)),
     "keras-3-tf-2.21": ("3.11", ["tensorflow-cpu==2.21.*", "keras>=3"], QUIET_TF),
     # Keras 3 and TensorFlow 2.21 here too, nothing to patch: activation as in keras-3's.
     "tf-keras-tf-2.21": ("3.11", ["tensorflow-cpu==2.21.*", "tf-keras==2.21.*"],
