@@ -15,6 +15,7 @@ built-in model, with the fix as it is there.
 """
 
 import collections
+import importlib
 import json
 import os
 import subprocess
@@ -30,6 +31,9 @@ from keras_clone_fix._report import PATCHED, UNPATCHED
 
 PROGRESS = "PROGRESS "
 KERAS_3_IN_TENSORFLOW = (2, 16, 0)
+# keras 2.6 - 2.15 is tf.keras: its API (keras.utils.CustomObjectScope, ...)
+# is the module tf.keras is, not the package's own modules.
+KERAS_AS_TF_KERAS = (2, 6, 0)
 
 
 def family_module(family):
@@ -38,6 +42,8 @@ def family_module(family):
     tf.keras of TensorFlow 2.15) where it is installed."""
     if family == KERAS:
         import keras
+        if KERAS_AS_TF_KERAS <= api_version(keras) < (3, 0, 0):
+            return importlib.import_module("keras.api._v2.keras")
         return keras
     import tensorflow
     if parse_version(tensorflow.__version__, leading=True) >= KERAS_3_IN_TENSORFLOW:
