@@ -29,11 +29,12 @@ RELEASES = {
         ((2, 2, 5), (2, 4, 0), True,
          "2.2.5 fixed clone_model for layers without masking only: multi-output "
          "masking layers still lose outputs, and nested models lose their masks"),
-        ((2, 4, 0), (2, 6, 0), False,
-         "Keras 2.4 - 2.5 is a front for tf.keras: its routines are TensorFlow's, which "
-         "the tensorflow family's rows patch"),
-        ((2, 6, 0), (2, 7, 0), True,
-         "keras 2.6 (tf.keras of TensorFlow 2.6): a model's from_config, which load_model "
+        ((2, 4, 0), (2, 5, 0), False,
+         "Keras 2.4 is a front for tf.keras: its routines are TensorFlow's, which the "
+         "tensorflow family's rows patch"),
+        ((2, 5, 0), (2, 7, 0), True,
+         "keras 2.5 (keras-nightly 2.5.0, which TensorFlow 2.5 installs) and 2.6 (tf.keras of "
+         "TensorFlow 2.6) carry tf.keras's code: a model's from_config, which load_model "
          "and clone_model run too, makes a layer's calls out of order where one waits for "
          "another layer's, and clone_model builds on the model's own inputs, not on the "
          "given input tensors"),
@@ -286,8 +287,9 @@ TARGETS = (
            (2, 0, 0), (2, 6, 0), ("GivenInputLayersTaken",),
            "clone_model on given input tensors: each of the model's input layers mapped to "
            "itself, and the clone built on the model's own inputs"),
-    Target("keras", "keras.models", "_clone_functional_model", (2, 6, 0), (2, 7, 0),
-           ("GivenInputLayersTaken",), "the same routine, tf.keras's, in the keras package 2.6"),
+    Target("keras", "keras.models", "_clone_functional_model", (2, 5, 0), (2, 7, 0),
+           ("GivenInputLayersTaken",),
+           "the same routine, tf.keras's, in the keras package 2.5 (keras-nightly) and 2.6"),
     Target("tensorflow", "tensorflow.python.keras.engine.network", "reconstruct_from_config",
            (2, 2, 0), (2, 3, 0), ("LayerCallsKeptInOrder",),
            "a model made from its config (from_config, loading, and every clone: the clone "
@@ -297,9 +299,10 @@ TARGETS = (
            (2, 3, 0), (2, 6, 0), ("LayerCallsKeptInOrder",),
            "the same, moved to functional.py in 2.3 (2.4 defers a call whose tensor keyword "
            "argument is not made yet, IndexError, to the same queue)"),
-    Target("keras", "keras.engine.functional", "reconstruct_from_config", (2, 6, 0), (2, 7, 0),
+    Target("keras", "keras.engine.functional", "reconstruct_from_config", (2, 5, 0), (2, 7, 0),
            ("LayerCallsKeptInOrder",),
-           "the same, tf.keras's, in the keras package 2.6; 2.7 keeps the order"),
+           "the same, tf.keras's, in the keras package 2.5 (keras-nightly) and 2.6; 2.7 keeps "
+           "the order"),
     Target("tensorflow", "tensorflow.python.keras.engine.base_layer", "Layer._set_mask_metadata",
            (1, 11, 0), (1, 14, 0), ("MaskAlreadyComputedKept",),
            "Layer.__call__'s mask bookkeeping: a model called on new tensors has its output "
@@ -366,11 +369,11 @@ def imported_version(family):
     return getattr(sys.modules.get(family), "__version__", None)
 
 
-# Where a family's releases run the other family's code: keras 2.4 - 2.5 is a
-# front for tf.keras (its routines are TensorFlow's), and tf.keras of
-# TensorFlow 2.6 - 2.15 is the keras package. (family, first, past, the family
-# whose release decides.)
-FRONTS = (("keras", (2, 4, 0), (2, 6, 0), "tensorflow"),
+# Where a family's releases run the other family's code: keras 2.4 is a front
+# for tf.keras (its routines are TensorFlow's), and tf.keras of TensorFlow
+# 2.6 - 2.15 is the keras package. (family, first, past, the family whose
+# release decides.)
+FRONTS = (("keras", (2, 4, 0), (2, 5, 0), "tensorflow"),
           ("tensorflow", (2, 6, 0), (2, 16, 0), "keras"))
 
 

@@ -164,7 +164,7 @@ def release_of(keras):
     if package == "tensorflow":
         import tensorflow
         return package, tensorflow.__version__
-    # keras 2.4 - 2.5 runs tf.keras's routines: TensorFlow's release decides.
+    # keras 2.4 runs tf.keras's routines: TensorFlow's release decides.
     return deciding_release(package, keras_version(keras), imported_version)
 
 

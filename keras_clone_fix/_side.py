@@ -31,9 +31,10 @@ from keras_clone_fix._report import PATCHED, UNPATCHED
 
 PROGRESS = "PROGRESS "
 KERAS_3_IN_TENSORFLOW = (2, 16, 0)
-# keras 2.6 - 2.15 is tf.keras: its API (keras.utils.CustomObjectScope, ...)
-# is the module tf.keras is, not the package's own modules.
-KERAS_AS_TF_KERAS = (2, 6, 0)
+# keras 2.5 (keras-nightly) - 2.15 carries tf.keras's code: its API
+# (keras.utils.CustomObjectScope, ...) is keras.api._v2.keras (tf.keras from
+# TensorFlow 2.6), not the package's own modules.
+KERAS_AS_TF_KERAS = (2, 5, 0)
 
 
 def family_module(family):

@@ -12,7 +12,7 @@ from keras_clone_fix._check import CHECKS
 @pytest.mark.parametrize("version, affected", [
     ("1.2.2", False), ("2.0.0", True), ("2.0.6", True),
     ("2.0.7", True), ("2.1.6", True), ("2.2.4", True), ("2.2.5", True), ("2.3.1", True),
-    ("2.4.0", False), ("2.5.0", False), ("2.6.0", True), ("2.7.0", False), ("2.15.0", False),
+    ("2.4.0", False), ("2.5.0", True), ("2.6.0", True), ("2.7.0", False), ("2.15.0", False),
     ("3.0.0", False), ("3.15.1", False),
 ])
 def test_keras_releases(version, affected):
@@ -68,6 +68,8 @@ NETWORK_2_2 = ["keras.models._clone_functional_model",
     ("2.2.4-custom", NETWORK_2_2 + ["keras.engine.network.Network.from_config"]),
     ("2.2.5", NETWORK_2_2), ("2.3.1", NETWORK_2_2),
     ("2.4.0", []),
+    ("2.5.0", ["keras.models._clone_functional_model",
+               "keras.engine.functional.reconstruct_from_config"]),
     ("2.6.0", ["keras.models._clone_functional_model",
                "keras.engine.functional.reconstruct_from_config"]),
     ("2.7.0", []), ("custom", []), (None, []),
@@ -128,7 +130,8 @@ GIVEN_INPUT_RULES = {"GivenInputLayersKept", "GivenInputLayersTaken"}
 
 
 @pytest.mark.parametrize("family, version, other, decides", [
-    ("keras", "2.4.3", "2.3.4", ("tensorflow", "2.3.4")),  # keras 2.4 - 2.5: tf.keras's code
+    ("keras", "2.4.3", "2.3.4", ("tensorflow", "2.3.4")),  # keras 2.4: a front for tf.keras
+    ("keras", "2.5.0", "2.5.3", ("keras", "2.5.0")),  # keras-nightly 2.5: its own copy
     ("keras", "2.6.0", "2.6.5", ("keras", "2.6.0")),
     ("tensorflow", "2.6.5", "2.6.0", ("keras", "2.6.0")),  # tf.keras 2.6 is the keras package
     ("tensorflow", "2.5.3", "2.4.3", ("tensorflow", "2.5.3")),

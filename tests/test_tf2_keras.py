@@ -1,6 +1,7 @@
 """tf.keras of TensorFlow 2 and the keras package 2.4 - 2.15 (a front for
-tf.keras to 2.5, tf.keras itself from 2.6): a model made from its config,
-and a clone on given input tensors. Runs where TensorFlow 2.0 - 2.15 is
+tf.keras on 2.4; on 2.5, keras-nightly, which TensorFlow 2.5 installs, a
+copy of it; tf.keras itself from 2.6): a model made from its config, and a
+clone on given input tensors. Runs where TensorFlow 2.0 - 2.15 is
 installed (with the keras package 2.4 - 2.15 beside it, both families), and
 on tf_keras 2.21, the reference, which must pass unpatched.
 
@@ -70,13 +71,19 @@ TESTED = {
 BATCH = 4
 
 
+def patched_here(keras):
+    """The targets patched where this family's release runs."""
+    return [target_name(target) for target in targets_for(*_check.release_of(keras))]
+
+
 @pytest.fixture(params=[pytest.param((family, mode), id="{} {}".format(family[0], mode),
                                      marks=[pytest.mark.unpatched] if mode == "unpatched" else [])
                         for family in FAMILIES
-                        for mode in (("unpatched",) if family[2] is None else
-                                     ("patched", "unpatched"))])
+                        for mode in (("patched", "unpatched") if patched_here(family[1])
+                                     else ("unpatched",))])
 def family(request):
-    """(keras module, release, mode): the fix on, then off; off only on the reference."""
+    """(keras module, release, mode): the fix on, then off, where the
+    release is patched; off only elsewhere (2.7 on, the reference)."""
     (_, keras, release), mode = request.param
     with _activation.restoring():
         if mode == "patched":
@@ -205,7 +212,7 @@ def test_check_names_the_risk_and_shows_the_load_wrong(name, keras, release, tmp
 
 # --- activation: the .pth at interpreter start, import, the pytest fixture --
 
-PATCHED_HERE = [target_name(target) for target in targets_for(*_check.release_of(FAMILIES[0][1]))]
+PATCHED_HERE = patched_here(FAMILIES[0][1])
 needs_a_patched_release = pytest.mark.skipif(not PATCHED_HERE, reason="nothing patched here")
 
 
