@@ -44,11 +44,17 @@ def result(outcome, detail=""):
     return {"result": outcome, "detail": detail}
 
 
+def tf_keras_package(package):
+    """"tensorflow" for tensorflow_core, where TensorFlow 1.15 - 2.1 keep
+    tf.keras (tensorflow_core.python.keras.api._v2.keras); else `package`."""
+    return "tensorflow" if package == "tensorflow_core" else package
+
+
 def release_name(keras):
     """"keras 2.2.4", "tf.keras 2.2.4-tf" (tf.keras's own version; where
     none says it, "tf.keras of tensorflow 1.8.0"), or "tf_keras 2.21.0" (the
     package tf.keras is on TensorFlow 2.16+)."""
-    package = keras.__name__.split(".")[0]
+    package = tf_keras_package(keras.__name__.split(".")[0])
     version = keras_version(keras)
     if version is None and package == "tensorflow":
         return "tf.keras of tensorflow " + sys.modules["tensorflow"].__version__
@@ -114,6 +120,10 @@ def node_masks(node, kind):
 # dtype name themselves; its keras.backend has no int_shape and dtype, and
 # tf.keras of TensorFlow 2.16+ (Keras 3) has Keras 2's, which fail on them.
 KERAS_3 = (3, 0, 0)
+# keras 2.5 (keras-nightly) - 2.15 carries tf.keras's code: its API
+# (keras.utils.CustomObjectScope, ...) is keras.api._v2.keras (tf.keras from
+# TensorFlow 2.6), not the package's own modules, and it runs eagerly.
+KERAS_AS_TF_KERAS = (2, 5, 0)
 
 
 def int_shape(keras, tensor):
@@ -160,7 +170,7 @@ def release_of(keras):
     """(family, version) of a keras module, as _affected's tables know them:
     ("keras", keras's version), ("tensorflow", TensorFlow's) for tf.keras;
     tf_keras and Keras 3 are families of their own there, without targets."""
-    package = keras.__name__.split(".")[0]
+    package = tf_keras_package(keras.__name__.split(".")[0])
     if package == "tensorflow":
         import tensorflow
         return package, tensorflow.__version__
@@ -401,8 +411,9 @@ def predict(keras, model, inputs):
     seconds apiece, about half of a small model's check."""
     import numpy
     given = inputs if len(inputs) > 1 else inputs[0]
-    if release_of(keras)[0] in ("tensorflow", "tf_keras") and getattr(
-            sys.modules["tensorflow"], "executing_eagerly", lambda: False)():
+    if (release_of(keras)[0] in ("tensorflow", "tf_keras")
+            or KERAS_AS_TF_KERAS <= api_version(keras) < KERAS_3) and getattr(
+                sys.modules["tensorflow"], "executing_eagerly", lambda: False)():
         got = model(given, training=False)
     else:
         got = model.predict(given, batch_size=len(inputs[0]))

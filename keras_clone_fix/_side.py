@@ -31,10 +31,6 @@ from keras_clone_fix._report import PATCHED, UNPATCHED
 
 PROGRESS = "PROGRESS "
 KERAS_3_IN_TENSORFLOW = (2, 16, 0)
-# keras 2.5 (keras-nightly) - 2.15 carries tf.keras's code: its API
-# (keras.utils.CustomObjectScope, ...) is keras.api._v2.keras (tf.keras from
-# TensorFlow 2.6), not the package's own modules.
-KERAS_AS_TF_KERAS = (2, 5, 0)
 
 
 def family_module(family):
@@ -43,7 +39,7 @@ def family_module(family):
     tf.keras of TensorFlow 2.15) where it is installed."""
     if family == KERAS:
         import keras
-        if KERAS_AS_TF_KERAS <= api_version(keras) < (3, 0, 0):
+        if _check.KERAS_AS_TF_KERAS <= api_version(keras) < _check.KERAS_3:
             return importlib.import_module("keras.api._v2.keras")
         return keras
     import tensorflow
