@@ -5,6 +5,7 @@
     nox -s full         # the long randomised differential run
     nox -s release-sources    # every rule on the source of every release 2.0.7 - 2.3.1
     nox -s tf-release-sources # the same on TensorFlow 1.4 - 1.14
+    nox -s tf2-release-sources # the same on TensorFlow 2.0 - 2.5, keras 2.5 and 2.6
     nox -s activation-model   # the long model-based test of activation
     nox -s bench        # clone-time, memory and start-up benchmarks
     nox -s check-cost   # seconds and memory of `check` on BERT-base and ResNet50
@@ -331,13 +332,15 @@ KERAS_RELEASES = ["2.0.7", "2.0.8", "2.0.9", "2.1.0", "2.1.1", "2.1.2", "2.1.3",
                   "2.3.0", "2.3.1"]
 
 
-def check_release_sources(session, package, versions, *download_options):
+def check_release_sources(session, package, versions, *download_options, more=()):
+    """test_release_sources.py on the wheels of `package` at `versions`, and
+    of `more`: (requirement, download options) each."""
     install(session)
     wheels = os.path.join(session.create_tmp(), "release-wheels")
-    for version in versions:
-        requirement = "{}=={}".format(package, version)
+    downloads = [("{}=={}".format(package, version), download_options) for version in versions]
+    for requirement, options in downloads + list(more):
         session.run("pip", "download", "--quiet", "--no-deps", "--dest", wheels,
-                    *download_options, requirement)
+                    *options, requirement)
     session.run("pytest", "tests/test_release_sources.py", *session.posargs,
                 env={"RELEASE_WHEELS": wheels})
 
@@ -359,6 +362,20 @@ def tf_release_sources(session):
     (their Python 3.6 wheels, about 800 MB)."""
     check_release_sources(session, "tensorflow", TF_RELEASES, "--only-binary=:all:",
                           "--python-version", "3.6")
+
+
+TF2_WITH_THE_BUGS = ["2.1.4", "2.2.3", "2.3.4", "2.4.4", "2.5.3"]
+PYTHON_37_WHEELS = ("--only-binary=:all:", "--python-version", "3.7")
+
+
+@nox.session(name="tf2-release-sources", venv_backend="venv", python="3.7")
+def tf2_release_sources(session):
+    """The same for tf.keras of TensorFlow 2.0 - 2.5 (tensorflow-cpu's wheels
+    from 2.1; 2.0 has none) and the keras package 2.5 (keras-nightly, which
+    TensorFlow 2.5 installs) and 2.6, which carry tf.keras's code."""
+    check_release_sources(session, "tensorflow-cpu", TF2_WITH_THE_BUGS, *PYTHON_37_WHEELS, more=[
+        ("tensorflow==2.0.4", PYTHON_37_WHEELS), ("keras-nightly==2.5.0.dev2021032900", ()),
+        ("keras==2.6.0", ())])
 
 
 @nox.session(name="activation-model", venv_backend="venv", python="3.7")
