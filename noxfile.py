@@ -5,6 +5,7 @@
     nox -s full         # the long randomised differential run
     nox -s release-sources    # every rule on the source of every release 2.0.7 - 2.3.1
     nox -s tf-release-sources # the same on TensorFlow 1.4 - 1.14
+    nox -s tf2-release-sources # the same on TensorFlow 2.0 - 2.5, keras 2.5 and 2.6
     nox -s activation-model   # the long model-based test of activation
     nox -s bench        # clone-time, memory and start-up benchmarks
     nox -s check-cost   # seconds and memory of `check` on BERT-base and ResNet50
@@ -65,10 +66,11 @@ TF_KERAS_ELSEWHERE = "--ignore=tests/test_tf_keras.py"
 ACTIVATION, CHECK_COMMAND, UNPATCHED = "activation", "check_command", "unpatched"  # markers
 
 
-def leaving(*elsewhere, **env):
+def leaving(*elsewhere, running=(), **env):
     """QUIET_TF and env, with PYTEST_ADDOPTS leaving out `elsewhere`: pytest
-    options (from "-") and markers."""
-    options = [item for item in elsewhere if item.startswith("-")]
+    options (from "-") and markers; running only the test files `running`
+    where it names some."""
+    options = list(running) + [item for item in elsewhere if item.startswith("-")]
     markers = [item for item in elsewhere if not item.startswith("-")]
     if markers:  # pytest reads the last -m alone
         options.append("-m '{}'".format(" and ".join("not " + marker for marker in markers)))
@@ -84,6 +86,11 @@ PROVEN_BY_ITS_TWIN = (ACTIVATION, CHECK_COMMAND)
 # few graph optimizations: those are most of its time (docs/testing.md), and
 # the graphs the tests compare are Keras's.
 THEANO = dict(KERAS_BACKEND="theano", THEANO_FLAGS="optimizer=fast_compile")
+
+
+# TensorFlow 2.2 - 2.4 install on Python 3.8 with these (docs/testing.md).
+TF2_PINS = ["h5py==2.10.0", "numpy==1.18.5", "protobuf==3.20.3", "pytest<8"]
+TF2_ONLY = ["tests/test_tf2_keras.py"]
 
 
 def tf_on_python36(tensorflow, tensorboard, numpy):
@@ -128,6 +135,17 @@ ENVIRONMENTS = {
     "tf-1.13": ("3.7", ["tensorflow==1.13.2", "protobuf<3.21", "h5py<3"],
                 leaving(ACTIVATION, CHECK_COMMAND)),
     "tf-1.14": ("3.7", ["tensorflow==1.14.0", "protobuf<3.21", "h5py<3"], leaving(ACTIVATION)),
+    # tf.keras of TensorFlow 2.2 - 2.6: one session for each source of the routines
+    # patched there (reconstruct_from_config in network.py, functional.py, and
+    # the keras package's; the clone routine is one source throughout), each
+    # running tests/test_tf2_keras.py alone. Activation: 2.3's targets are
+    # module functions of the tensorflow family, as 2.2's; 2.6's are the keras
+    # family's, reached through tf.keras.
+    "tf-2.2": ("3.8", ["tensorflow-cpu==2.2.3"] + TF2_PINS, leaving(ACTIVATION, running=TF2_ONLY)),
+    "keras-2.4.3-tf-2.3": ("3.8", ["tensorflow-cpu==2.3.4", "keras==2.4.3"] + TF2_PINS,
+                           leaving(running=TF2_ONLY)),
+    "keras-2.6.0-tf-2.6": ("3.9", ["tensorflow-cpu==2.6.5", "keras==2.6.0", "protobuf==3.19.6",
+                                   "pytest<8"], leaving(running=TF2_ONLY)),
     "keras-3-tf-2.21": ("3.11", ["tensorflow-cpu==2.21.*", "keras>=3"], QUIET_TF),
     # Keras 3 and TensorFlow 2.21 here too, nothing to patch: activation as in keras-3's.
     "tf-keras-tf-2.21": ("3.11", ["tensorflow-cpu==2.21.*", "tf-keras==2.21.*"],
@@ -314,13 +332,15 @@ KERAS_RELEASES = ["2.0.7", "2.0.8", "2.0.9", "2.1.0", "2.1.1", "2.1.2", "2.1.3",
                   "2.3.0", "2.3.1"]
 
 
-def check_release_sources(session, package, versions, *download_options):
+def check_release_sources(session, package, versions, *download_options, more=()):
+    """test_release_sources.py on the wheels of `package` at `versions`, and
+    of `more`: (requirement, download options) each."""
     install(session)
     wheels = os.path.join(session.create_tmp(), "release-wheels")
-    for version in versions:
-        requirement = "{}=={}".format(package, version)
+    downloads = [("{}=={}".format(package, version), download_options) for version in versions]
+    for requirement, options in downloads + list(more):
         session.run("pip", "download", "--quiet", "--no-deps", "--dest", wheels,
-                    *download_options, requirement)
+                    *options, requirement)
     session.run("pytest", "tests/test_release_sources.py", *session.posargs,
                 env={"RELEASE_WHEELS": wheels})
 
@@ -342,6 +362,20 @@ def tf_release_sources(session):
     (their Python 3.6 wheels, about 800 MB)."""
     check_release_sources(session, "tensorflow", TF_RELEASES, "--only-binary=:all:",
                           "--python-version", "3.6")
+
+
+TF2_WITH_THE_BUGS = ["2.1.4", "2.2.3", "2.3.4", "2.4.4", "2.5.3"]
+PYTHON_37_WHEELS = ("--only-binary=:all:", "--python-version", "3.7")
+
+
+@nox.session(name="tf2-release-sources", venv_backend="venv", python="3.7")
+def tf2_release_sources(session):
+    """The same for tf.keras of TensorFlow 2.0 - 2.5 (tensorflow-cpu's wheels
+    from 2.1; 2.0 has none) and the keras package 2.5 (keras-nightly, which
+    TensorFlow 2.5 installs) and 2.6, which carry tf.keras's code."""
+    check_release_sources(session, "tensorflow-cpu", TF2_WITH_THE_BUGS, *PYTHON_37_WHEELS, more=[
+        ("tensorflow==2.0.4", PYTHON_37_WHEELS), ("keras-nightly==2.5.0.dev2021032900", ()),
+        ("keras==2.6.0", ())])
 
 
 @nox.session(name="activation-model", venv_backend="venv", python="3.7")

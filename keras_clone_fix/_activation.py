@@ -31,7 +31,8 @@ import types
 
 from keras_clone_fix import (
     FAMILIES, KerasCloneFixWarning, PatchError, _arm, _env_flag, _env_switch, _state)
-from keras_clone_fix._affected import is_affected, target_name, targets_for
+from keras_clone_fix._affected import (
+    imported_version, is_affected, target_name, targets_for)
 
 FORCE = "KERAS_CLONE_FIX_FORCE"
 state = _state  # the package's: the watcher and the switch use it at start
@@ -149,10 +150,6 @@ def disarm():
 
 def _imported(family):
     return sys.modules.get(family) is not None
-
-
-def _version(family):
-    return getattr(sys.modules.get(family), "__version__", None)
 
 
 class _Record(object):
@@ -376,7 +373,8 @@ def _wrap(target):
 
 def _targets(families):
     """The targets of the imported releases of these families."""
-    return [target for family in families for target in targets_for(family, _version(family))]
+    return [target for family in families
+            for target in targets_for(family, imported_version(family))]
 
 
 def _installed(families):
@@ -395,7 +393,7 @@ def _apply(families, force):
     from keras_clone_fix._runtime import UnsupportedFunction
     failures = []
     for family in families:
-        version = _version(family)
+        version = imported_version(family)
         should_patch, reason = _decide(family, version, force)
         cannot = []
         if should_patch:
@@ -498,7 +496,8 @@ def status():
                 "`import {}`".format(family) for family in FAMILIES if not _imported(family))
             ) if state.watcher is not None else "not activated"
         return Status(patched=bool(targets) and all(targets.values()), targets=targets,
-                      keras_version=_version("keras"), tensorflow_version=_version("tensorflow"),
+                      keras_version=imported_version("keras"),
+                      tensorflow_version=imported_version("tensorflow"),
                       reason="; ".join([reason] + stays), activated_by=state.activated_by)
 
 

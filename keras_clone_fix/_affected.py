@@ -40,8 +40,16 @@ RELEASES = {
          "initial_state or constants passed twice; a Lambda's mask lost in clones; "
          "frozen nested models unfrozen in clones; clones on input_tensors that do not "
          "reload"),
-        ((2, 4, 0), (3, 0, 0), False,
-         "Keras >= 2.4 is a front for tf.keras, whose clone_model is correct"),
+        ((2, 4, 0), (2, 5, 0), False,
+         "Keras 2.4 is a front for tf.keras: its routines are TensorFlow's, which the "
+         "tensorflow family's rows patch"),
+        ((2, 5, 0), (2, 7, 0), True,
+         "clone_model and from_config (load_model) of keras 2.5 (keras-nightly, which "
+         "TensorFlow 2.5 installs) and 2.6 (tf.keras of TensorFlow 2.6): layer calls "
+         "reordered by from_config; clones that ignore the given input_tensors"),
+        ((2, 7, 0), (3, 0, 0), False,
+         "keras 2.7 - 2.15 makes a layer's calls in order and clones on the given input "
+         "tensors: correct"),
         ((3, 0, 0), None, False,
          "Keras 3 clones models with new code that is not affected"),
     ),
@@ -58,8 +66,17 @@ RELEASES = {
          "output masks lost (1.11 - 1.13); a Lambda's mask lost in clones (to 1.13); "
          "frozen nested models unfrozen in clones (to 1.13); clones on input_tensors "
          "that do not reload; layer calls reordered by from_config"),
-        ((1, 15, 0), None, False,
+        ((1, 15, 0), (2, 0, 0), False,
          "tf.keras of TensorFlow 1.15 and 2.x copies the call arguments: correct"),
+        ((2, 0, 0), (2, 2, 0), True,
+         "tf.keras's clone_model: clones that ignore the given input_tensors"),
+        ((2, 2, 0), (2, 6, 0), True,
+         "tf.keras's clone_model and from_config (load_model; reconstruct_from_config, "
+         "which clone_model runs too): layer calls reordered by from_config; clones that "
+         "ignore the given input_tensors"),
+        ((2, 6, 0), None, False,
+         "tf.keras of TensorFlow 2.6 and later is the keras package (tf_keras or Keras 3 "
+         "from 2.16): that family's rows decide"),
     ),
 }
 FAMILIES = tuple(sorted(RELEASES))
@@ -82,8 +99,8 @@ SURPLUS_MASKS = "surplus masks"  # compute_mask gives more masks than the layer 
 # a tensor keyword argument made at or after its call's depth
 ARGUMENT_MADE_LATER = "argument made later"
 CALLS_OUT_OF_ORDER = "calls out of order"  # a model's from_config makes a layer's calls reordered
-# GivenInputLayersKept answers how a clone is made (on given input_tensors),
-# nothing a model has.
+# GivenInputLayersKept and GivenInputLayersTaken answer how a clone is made
+# (on given input_tensors), nothing a model has.
 RULE_RISKS = {
     "CopyNodeArguments": (MASKED_CALL, SHARED_MODEL, NESTED_MASKED),
     "PropagatedMaskNotPassedBack": (MASKED_CALL, TENSOR_ARGUMENTS),
@@ -98,6 +115,7 @@ RULE_RISKS = {
     "LambdaMaskKept": (LAMBDA_MASK,),
     "TrainableKept": (FROZEN_NESTED,),
     "GivenInputLayersKept": (),
+    "GivenInputLayersTaken": (),
     "LayerCallsKeptInOrder": (CALLS_OUT_OF_ORDER,),
 }
 # What each rule mends, in a user's words: every affected range's reason in
@@ -117,6 +135,7 @@ RULE_WORDS = {
     "LambdaMaskKept": "a Lambda's mask lost in clones",
     "TrainableKept": "frozen nested models unfrozen in clones",
     "GivenInputLayersKept": "clones on input_tensors that do not reload",
+    "GivenInputLayersTaken": "clones that ignore the given input_tensors",
     "LayerCallsKeptInOrder": "layer calls reordered by from_config",
 }
 # The checks (_check.CHECKS) that a routine's mistakes endanger: the clone
@@ -133,6 +152,9 @@ ROUTINE_CHECKS = {
     "set_mask_metadata": ("load", "clone", "clone_of_clone", "nested", "called_twice",
                           "multi_gpu"),
     "from_config": ("load",),
+    # From tf.keras 2.2 the clone routine makes the clone from the model's
+    # config with it too.
+    "reconstruct_from_config": ("load", "clone", "clone_of_clone"),
 }
 NESTED_MODEL_CHECKS = ("load", "clone", "clone_of_clone", "multi_gpu")
 
@@ -290,6 +312,27 @@ TARGETS = (
            "the same routine, moved to tf.keras's Network in 1.7"),
     Target("tensorflow", "tensorflow.python.keras.engine.network", "Network.from_config",
            (1, 9, 0), (1, 15, 0), ("LayerCallsKeptInOrder",), "the same, out of _impl in 1.9"),
+    # tf.keras 2.x, and the keras package 2.6 that is tf.keras of TensorFlow 2.6.
+    Target("tensorflow", "tensorflow.python.keras.models", "_clone_functional_model",
+           (2, 0, 0), (2, 6, 0), ("GivenInputLayersTaken",),
+           "clone_model on given input tensors: each of the model's input layers mapped to "
+           "itself, and the clone built on the model's own inputs"),
+    Target("keras", "keras.models", "_clone_functional_model", (2, 5, 0), (2, 7, 0),
+           ("GivenInputLayersTaken",),
+           "the same routine, tf.keras's, in the keras package 2.5 (keras-nightly) and 2.6"),
+    Target("tensorflow", "tensorflow.python.keras.engine.network", "reconstruct_from_config",
+           (2, 2, 0), (2, 3, 0), ("LayerCallsKeptInOrder",),
+           "a model made from its config (from_config, loading, and every clone: the clone "
+           "routine makes it from its config too): a layer's calls made out of order where one "
+           "waits for another's; the routine is Network.from_config's, a function from 2.2"),
+    Target("tensorflow", "tensorflow.python.keras.engine.functional", "reconstruct_from_config",
+           (2, 3, 0), (2, 6, 0), ("LayerCallsKeptInOrder",),
+           "the same, moved to functional.py in 2.3 (2.4 defers a call whose tensor keyword "
+           "argument is not made yet, IndexError, to the same queue)"),
+    Target("keras", "keras.engine.functional", "reconstruct_from_config", (2, 5, 0), (2, 7, 0),
+           ("LayerCallsKeptInOrder",),
+           "the same, tf.keras's, in the keras package 2.5 (keras-nightly) and 2.6; 2.7 keeps "
+           "the order"),
     Target("tensorflow", "tensorflow.python.keras.engine.base_layer", "Layer._set_mask_metadata",
            (1, 11, 0), (1, 14, 0), ("MaskAlreadyComputedKept",),
            "Layer.__call__'s mask bookkeeping: a model called on new tensors has its output "
@@ -349,6 +392,41 @@ def is_affected(family, version):
         if first <= parsed and (past is None or parsed < past):
             return affected, "{} {}: {}".format(family, version, why)
     raise AssertionError("RELEASES[{!r}] does not cover {}".format(family, version))
+
+
+def imported_version(family):
+    """The `__version__` of a family imported in this process, else None."""
+    return getattr(sys.modules.get(family), "__version__", None)
+
+
+# Where a family's releases run the other family's code: keras 2.4 is a front
+# for tf.keras (its routines are TensorFlow's), and tf.keras of TensorFlow
+# 2.6 - 2.15 is the keras package. (family, first, past, the family whose
+# release decides.)
+FRONTS = (("keras", (2, 4, 0), (2, 5, 0), "tensorflow"),
+          ("tensorflow", (2, 6, 0), (2, 16, 0), "keras"))
+
+
+def deciding_release(family, version, version_of):
+    """(family, version) of the release whose routines a release of `family`
+    runs: the other family's where this one is a front for it (FRONTS;
+    version_of(family) -> its version string, or None), else its own. For
+    `check`, which loads a model with either family's API."""
+    parsed = parse_version(version, leading=True)
+    for front, first, past, other in FRONTS:
+        if front == family and parsed and first <= parsed < past and version_of(other):
+            return other, version_of(other)
+    return family, version
+
+
+def is_affected_running(family, version, version_of):
+    """is_affected() of the release that runs (deciding_release), with both
+    reasons where that is the other family's."""
+    decides = deciding_release(family, version, version_of)
+    affected, reason = is_affected(*decides)
+    if decides[0] != family:
+        reason = "{}; {}".format(is_affected(family, version)[1], reason)
+    return affected, reason
 
 
 def targets_for(family, version):

@@ -27,7 +27,8 @@ import traceback
 from keras_clone_fix._affected import (
     ARGUMENT_MADE_LATER, CALLS_OUT_OF_ORDER, FROZEN_NESTED, LAMBDA_MASK, MASKED_CALL,
     MULTI_OUTPUT_MASK, NESTED_MASKED, NESTED_OUTPUT_MASKS, SHARED_MODEL, STATE_INPUTS,
-    SURPLUS_MASKS, TENSOR_ARGUMENTS, api_version, endangered_checks, keras_version, targets_for)
+    SURPLUS_MASKS, TENSOR_ARGUMENTS, api_version, deciding_release, endangered_checks,
+    imported_version, keras_version, targets_for)
 from keras_clone_fix._runtime import arguments_made_later, is_lambda
 
 OK, WRONG, ERROR, UNAVAILABLE = "ok", "wrong", "error", "unavailable"
@@ -43,11 +44,17 @@ def result(outcome, detail=""):
     return {"result": outcome, "detail": detail}
 
 
+def tf_keras_package(package):
+    """"tensorflow" for tensorflow_core, where TensorFlow 1.15 - 2.1 keep
+    tf.keras (tensorflow_core.python.keras.api._v2.keras); else `package`."""
+    return "tensorflow" if package == "tensorflow_core" else package
+
+
 def release_name(keras):
     """"keras 2.2.4", "tf.keras 2.2.4-tf" (tf.keras's own version; where
     none says it, "tf.keras of tensorflow 1.8.0"), or "tf_keras 2.21.0" (the
     package tf.keras is on TensorFlow 2.16+)."""
-    package = keras.__name__.split(".")[0]
+    package = tf_keras_package(keras.__name__.split(".")[0])
     version = keras_version(keras)
     if version is None and package == "tensorflow":
         return "tf.keras of tensorflow " + sys.modules["tensorflow"].__version__
@@ -113,6 +120,10 @@ def node_masks(node, kind):
 # dtype name themselves; its keras.backend has no int_shape and dtype, and
 # tf.keras of TensorFlow 2.16+ (Keras 3) has Keras 2's, which fail on them.
 KERAS_3 = (3, 0, 0)
+# keras 2.5 (keras-nightly) - 2.15 carries tf.keras's code: its API
+# (keras.utils.CustomObjectScope, ...) is keras.api._v2.keras (tf.keras from
+# TensorFlow 2.6), not the package's own modules, and it runs eagerly.
+KERAS_AS_TF_KERAS = (2, 5, 0)
 
 
 def int_shape(keras, tensor):
@@ -159,11 +170,12 @@ def release_of(keras):
     """(family, version) of a keras module, as _affected's tables know them:
     ("keras", keras's version), ("tensorflow", TensorFlow's) for tf.keras;
     tf_keras and Keras 3 are families of their own there, without targets."""
-    package = keras.__name__.split(".")[0]
+    package = tf_keras_package(keras.__name__.split(".")[0])
     if package == "tensorflow":
         import tensorflow
         return package, tensorflow.__version__
-    return package, keras_version(keras)
+    # keras 2.4 runs tf.keras's routines: TensorFlow's release decides.
+    return deciding_release(package, keras_version(keras), imported_version)
 
 
 def _inbound_calls(node_data):
@@ -399,8 +411,9 @@ def predict(keras, model, inputs):
     seconds apiece, about half of a small model's check."""
     import numpy
     given = inputs if len(inputs) > 1 else inputs[0]
-    if release_of(keras)[0] in ("tensorflow", "tf_keras") and getattr(
-            sys.modules["tensorflow"], "executing_eagerly", lambda: False)():
+    if (release_of(keras)[0] in ("tensorflow", "tf_keras")
+            or KERAS_AS_TF_KERAS <= api_version(keras) < KERAS_3) and getattr(
+                sys.modules["tensorflow"], "executing_eagerly", lambda: False)():
         got = model(given, training=False)
     else:
         got = model.predict(given, batch_size=len(inputs[0]))

@@ -17,7 +17,7 @@ import warnings
 
 import keras_clone_fix
 from keras_clone_fix import _builtin_model, _check, _model_file, _report, _side
-from keras_clone_fix._affected import is_affected
+from keras_clone_fix._affected import imported_version, is_affected_running
 from keras_clone_fix._model_file import KERAS, TF_KERAS
 
 WORKS, FAILS, USAGE = 0, 1, 2
@@ -120,11 +120,12 @@ def _family_to_check(family):
     try:
         if family == KERAS:
             keras = _import_keras()
-            affected, reason = is_affected("keras", keras.__version__)
+            affected, reason = is_affected_running("keras", keras.__version__, imported_version)
         else:
             import tensorflow
             keras = getattr(tensorflow, "keras", None)
-            affected, reason = is_affected("tensorflow", tensorflow.__version__)
+            affected, reason = is_affected_running("tensorflow", tensorflow.__version__,
+                                                   imported_version)
     except ImportError as error:
         return None, "{}: not installed ({})".format(family, error)
     return (keras, None) if affected and keras is not None else (None, reason + "; not checked")
@@ -267,7 +268,7 @@ def run_check(arguments):
                 for index, (path, found) in enumerate(about)])
         # Not affected: no side without the fix, whose results would be discarded.
         version = installed_version(package)
-        affected = is_affected(package, version)[0] if version else None
+        affected = is_affected_running(package, version, installed_version)[0] if version else None
         if affected is False:
             progress("{}{} {} is not affected: only the side with the fix imports {} and loads "
                      "{} in a new interpreter (TensorFlow and a large model take a while)".format(

@@ -228,8 +228,8 @@ def refuse_later_release(keras, path, version):
     if saved <= api_version(keras):
         return
     raise BadInput("{} was saved by Keras {} ({}: Keras 2.4 or later, tf.keras of TensorFlow 2, or "
-                   "Keras 3), which {} cannot read; those releases are not affected by the bugs "
-                   "keras-clone-fix fixes: check the model where it was saved, not here".format(
+                   "Keras 3), which {} cannot read: check the model with the release that saved "
+                   "it".format(
                        path, version, "its config's module and registered_name keys"
                        if version == KERAS_3_CONFIG else "its keras_version",
                        release_name(keras)))

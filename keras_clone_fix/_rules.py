@@ -31,7 +31,8 @@ import types
 
 from keras_clone_fix import _cache
 from keras_clone_fix._runtime import (
-    UnsupportedFunction, arguments_not_in_inputs, given_input_layers_mapped, keras_masks,
+    UnsupportedFunction, arguments_not_in_inputs, given_input_layer, given_input_layers_mapped,
+    keras_masks,
     lambda_mask_kept, mask_through_input_layer, one_mask_per_output, recorded_output_masks,
     layer_calls_in_order, nodes_by_depth_in_call_order, tensors_mapped, trainable_kept,
     without_propagated_mask)
@@ -511,6 +512,37 @@ class GivenInputLayersKept(Rule):
                          ast.Name(id="layer_map", ctx=ast.Load()), _unlocated_copy(given.args[0]),
                          ast.Name(id="input_tensors", ctx=ast.Load()))
             return [node, _located(self.rewritten(ast.Expr(value=call)), node)]
+        return node
+
+
+class GivenInputLayersTaken(Rule):
+    """`new_input_layers[original_input_layer] = original_input_layer` ->
+    `new_input_layers[original_input_layer] = given_input_layer(input_tensor,
+    original_input_layer, original_input_layer)`.
+
+    Given `input_tensors` that are Keras tensors, the clone routine of
+    tf.keras 2.0 - 2.5 and keras 2.6 maps each of the model's input layers to
+    itself (GivenInputLayersKept's releases left it out of the map): the
+    clone is built on the original model's inputs, not on the given ones,
+    and `Model(given, clone.output)` raises `Graph disconnected`. Keras 2.7
+    maps it to the given tensor's layer, and so does the fix, where that is
+    an input layer (a tensor of another layer keeps the release's handling).
+    """
+
+    helpers = (given_input_layer,)
+
+    def visit_Assign(self, node):
+        target, value = node.targets[0], node.value
+        if (len(node.targets) == 1 and isinstance(target, ast.Subscript)
+                and _name(target.value) == "new_input_layers"
+                and _name(getattr(target.slice, "value", target.slice)) == "original_input_layer"
+                and _name(value) == "original_input_layer"):
+            node.value = _located(_call(_helper(given_input_layer),
+                                        ast.Name(id="input_tensor", ctx=ast.Load()),
+                                        ast.Name(id="original_input_layer", ctx=ast.Load()),
+                                        ast.Name(id="original_input_layer", ctx=ast.Load())),
+                                  value)
+            return self.rewritten(node)
         return node
 
 

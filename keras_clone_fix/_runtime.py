@@ -179,18 +179,26 @@ def trainable_kept(layer, new_layer):
     return new_layer
 
 
+def given_input_layer(given, original_layer, otherwise=None):
+    """The input layer of a tensor given for a model input whose layer is
+    `original_layer`: the given tensor's own (an `Input`, or the wrapper the
+    routine made for a backend tensor) where that is an input layer too;
+    else `otherwise` (a given tensor of another layer keeps the release's
+    own handling)."""
+    given_layer = getattr(given, "_keras_history", (None,))[0]
+    return given_layer if isinstance(given_layer, type(original_layer)) else otherwise
+
+
 def given_input_layers_mapped(layer_map, inputs, input_tensors):
     """Maps each of the model's input layers that `layer_map` lacks to the
-    input layer of the tensor given for it (an `Input`, or the wrapper the
-    routine made for a backend tensor), where that is one: the routine then
-    takes it for the clone's input layer instead of calling a copy of the
-    original's on it, which no saved file can rebuild. A given tensor of
-    another layer keeps the release's own handling."""
+    input layer of the tensor given for it (given_input_layer), where it has
+    one: the routine then takes it for the clone's input layer instead of
+    calling a copy of the original's on it, which no saved file can rebuild."""
     for original, given in zip(inputs, input_tensors):
         original_layer = original._keras_history[0]
-        given_layer = getattr(given, "_keras_history", (None,))[0]
-        if original_layer not in layer_map and isinstance(given_layer, type(original_layer)):
-            layer_map[original_layer] = given_layer
+        taken = given_input_layer(given, original_layer)
+        if original_layer not in layer_map and taken is not None:
+            layer_map[original_layer] = taken
 
 
 def layer_calls_in_order(unprocessed_nodes, layer, process_node):
@@ -277,5 +285,5 @@ def nodes_by_depth_in_call_order(nodes_by_depth):
 HELPERS = dict((helper.__name__, helper) for helper in (
     one_mask_per_output, recorded_output_masks, without_propagated_mask, tensors_mapped,
     arguments_not_in_inputs, mask_through_input_layer, keras_masks, lambda_mask_kept,
-    trainable_kept, given_input_layers_mapped, layer_calls_in_order,
+    trainable_kept, given_input_layer, given_input_layers_mapped, layer_calls_in_order,
     nodes_by_depth_in_call_order))

@@ -15,6 +15,7 @@ built-in model, with the fix as it is there.
 """
 
 import collections
+import importlib
 import json
 import os
 import subprocess
@@ -23,7 +24,8 @@ import threading
 import time
 
 from keras_clone_fix import _check, _given_inputs
-from keras_clone_fix._affected import is_affected, parse_version
+from keras_clone_fix._affected import (
+    api_version, imported_version, is_affected_running, parse_version)
 from keras_clone_fix._model_file import KERAS, BadInput
 from keras_clone_fix._report import PATCHED, UNPATCHED
 
@@ -37,6 +39,8 @@ def family_module(family):
     tf.keras of TensorFlow 2.15) where it is installed."""
     if family == KERAS:
         import keras
+        if _check.KERAS_AS_TF_KERAS <= api_version(keras) < _check.KERAS_3:
+            return importlib.import_module("keras.api._v2.keras")
         return keras
     import tensorflow
     if parse_version(tensorflow.__version__, leading=True) >= KERAS_3_IN_TENSORFLOW:
@@ -58,18 +62,21 @@ def facts(family, keras):
         backend = sys.modules.get(found["backend"])  # Theano's or CNTK's version too
         if backend is not None and found["backend"] != "tensorflow":
             found[found["backend"]] = backend.__version__
-        affected, reason = is_affected("keras", keras.__version__)
+        affected, reason = is_affected_running("keras", keras.__version__, imported_version)
     else:
-        affected, reason = is_affected("tensorflow", tensorflow.__version__)
+        affected, reason = is_affected_running("tensorflow", tensorflow.__version__,
+                                               imported_version)
         package = keras.__name__.split(".")[0]
         if package == "tf_keras":
             found["tf_keras"] = keras.__version__
             reason += "; checked with the tf_keras package {} (tf.keras of TensorFlow 2.16 " \
                       "and later is Keras 3)".format(keras.__version__)
-        elif package == "keras":
+        elif package == "keras":  # the keras package: 2.6 - 2.15, or Keras 3 from TF 2.16
             found["keras"] = keras.__version__
-            reason += "; tf.keras of TensorFlow 2.16 and later is Keras {}, checked as " \
-                      "such (install tf_keras to check with Keras 2)".format(keras.__version__)
+            if api_version(keras) >= (3, 0, 0):
+                reason += "; tf.keras of TensorFlow 2.16 and later is Keras {}, checked as " \
+                          "such (install tf_keras to check with Keras 2)".format(
+                              keras.__version__)
     if tensorflow is not None:
         found["tensorflow"] = tensorflow.__version__
     found["affected"], found["reason"] = bool(affected), reason

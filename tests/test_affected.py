@@ -4,15 +4,16 @@ import pytest
 
 from keras_clone_fix import FAMILIES, _rules
 from keras_clone_fix._affected import (
-    NESTED_MODEL_CHECKS, RELEASES, ROUTINE_CHECKS, RULE_RISKS, TARGETS, endangered_checks,
-    is_affected, parse_version, target_name, targets_for)
+    NESTED_MODEL_CHECKS, RELEASES, ROUTINE_CHECKS, RULE_RISKS, TARGETS, deciding_release,
+    endangered_checks, is_affected, parse_version, target_name, targets_for)
 from keras_clone_fix._check import CHECKS
 
 
 @pytest.mark.parametrize("version, affected", [
     ("1.2.2", False), ("2.0.0", True), ("2.0.6", True),
     ("2.0.7", True), ("2.1.6", True), ("2.2.4", True), ("2.2.5", True), ("2.3.1", True),
-    ("2.4.0", False), ("2.15.0", False), ("3.0.0", False), ("3.15.1", False),
+    ("2.4.0", False), ("2.5.0", True), ("2.6.0", True), ("2.7.0", False), ("2.15.0", False),
+    ("3.0.0", False), ("3.15.1", False),
 ])
 def test_keras_releases(version, affected):
     assert is_affected("keras", version)[0] is affected
@@ -66,7 +67,12 @@ NETWORK_2_2 = ["keras.models._clone_functional_model",
     ("2.2.0", NETWORK_2_2 + ["keras.engine.network.Network.from_config"]),
     ("2.2.4-custom", NETWORK_2_2 + ["keras.engine.network.Network.from_config"]),
     ("2.2.5", NETWORK_2_2), ("2.3.1", NETWORK_2_2),
-    ("2.4.0", []), ("custom", []), (None, []),
+    ("2.4.0", []),
+    ("2.5.0", ["keras.models._clone_functional_model",
+               "keras.engine.functional.reconstruct_from_config"]),
+    ("2.6.0", ["keras.models._clone_functional_model",
+               "keras.engine.functional.reconstruct_from_config"]),
+    ("2.7.0", []), ("custom", []), (None, []),
 ])
 def test_keras_targets_for(version, patched):
     assert [target_name(target) for target in targets_for("keras", version)] == patched
@@ -74,7 +80,8 @@ def test_keras_targets_for(version, patched):
 
 @pytest.mark.parametrize("version, affected", [
     ("1.3.0", False), ("1.4.0", True), ("1.5.1", True), ("1.10.1", True), ("1.14.0", True),
-    ("1.15.0", False), ("1.15.5", False), ("2.1.4", False), ("2.21.0", False),
+    ("1.15.0", False), ("1.15.5", False), ("2.0.4", True), ("2.1.4", True), ("2.2.3", True),
+    ("2.5.3", True), ("2.6.5", False), ("2.7.4", False), ("2.21.0", False),
 ])
 def test_tensorflow_releases(version, affected):
     assert is_affected("tensorflow", version)[0] is affected
@@ -100,7 +107,11 @@ IMPL = "tensorflow.python.keras._impl.keras."
     ("1.10.1", [CLONE, NETWORK, FROM_CONFIG]), ("1.11.0", [CLONE, NETWORK, FROM_CONFIG, MASKS]),
     ("1.12.3", [CLONE, NETWORK, FROM_CONFIG, MASKS]),
     ("1.13.2", [CLONE, NETWORK, FROM_CONFIG, MASKS]),
-    ("1.14.0", [CLONE, NETWORK, FROM_CONFIG]), ("1.15.5", []), ("2.1.4", []),
+    ("1.14.0", [CLONE, NETWORK, FROM_CONFIG]), ("1.15.5", []), ("2.1.4", [CLONE]),
+    ("2.2.3", [CLONE, "tensorflow.python.keras.engine.network.reconstruct_from_config"]),
+    ("2.3.4", [CLONE, "tensorflow.python.keras.engine.functional.reconstruct_from_config"]),
+    ("2.5.3", [CLONE, "tensorflow.python.keras.engine.functional.reconstruct_from_config"]),
+    ("2.6.5", []),
 ])
 def test_tensorflow_targets_for(version, patched):
     assert [target_name(target) for target in targets_for("tensorflow", version)] == patched
@@ -115,10 +126,28 @@ def test_every_target_is_within_the_affected_releases_with_known_rules(family):
         assert all(issubclass(getattr(_rules, rule), _rules.Rule) for rule in target.rules)
 
 
+GIVEN_INPUT_RULES = {"GivenInputLayersKept", "GivenInputLayersTaken"}
+
+
+@pytest.mark.parametrize("family, version, other, decides", [
+    ("keras", "2.4.3", "2.3.4", ("tensorflow", "2.3.4")),  # keras 2.4: a front for tf.keras
+    ("keras", "2.5.0", "2.5.3", ("keras", "2.5.0")),  # keras-nightly 2.5: its own copy
+    ("keras", "2.6.0", "2.6.5", ("keras", "2.6.0")),
+    ("tensorflow", "2.6.5", "2.6.0", ("keras", "2.6.0")),  # tf.keras 2.6 is the keras package
+    ("tensorflow", "2.5.3", "2.4.3", ("tensorflow", "2.5.3")),
+    ("tensorflow", "2.16.1", "3.3.3", ("tensorflow", "2.16.1")),  # Keras 3: its own
+    ("keras", "2.4.3", None, ("keras", "2.4.3")),
+])
+def test_the_release_that_runs_decides(family, version, other, decides):
+    assert deciding_release(family, version, lambda _: other) == decides
+
+
 def test_every_target_meets_risks_that_endanger_checks_of_its_routine():
     assert set(RULE_RISKS) == set(rule for target in TARGETS for rule in target.rules)
+    # GIVEN_INPUT_RULES answer how a clone is made, no risk of a model.
     for target in TARGETS:
-        assert target.risks and target.routine() in ROUTINE_CHECKS, target
+        assert target.risks or set(target.rules) <= GIVEN_INPUT_RULES, target
+        assert target.routine() in ROUTINE_CHECKS, target
     assert set(NESTED_MODEL_CHECKS).union(*ROUTINE_CHECKS.values()) <= set(CHECKS)
 
 
@@ -144,6 +173,10 @@ def test_every_target_meets_risks_that_endanger_checks_of_its_routine():
     ("tensorflow", "1.14.0", "calls out of order", True, {"load", "clone", "clone_of_clone",
                                                           "multi_gpu"}),
     ("keras", "2.2.5", "calls out of order", True, set()),
+    # from tf.keras 2.2 the clone routine makes the clone with the routine from_config runs
+    ("tensorflow", "2.3.4", "calls out of order", False, {"load", "clone", "clone_of_clone"}),
+    ("keras", "2.6.0", "calls out of order", False, {"load", "clone", "clone_of_clone"}),
+    ("keras", "2.7.0", "calls out of order", False, set()),
 ])
 def test_endangered_checks(family, version, risk, nested, checks):
     assert endangered_checks(family, version, risk, nested) == checks

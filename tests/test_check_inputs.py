@@ -130,7 +130,8 @@ def test_inputs_of_the_right_shape_the_model_cannot_take(tmp_path):
 def test_file_of_a_later_release_is_named(name, version):
     code, report, stderr = check(os.path.join(DATA, name))
     assert_bad_input((code, report, stderr), "was saved by Keras " + version,
-                     "which {} cannot read; those releases are not affected".format(
+                     "which {} cannot read: check the model with the release that saved "
+                     "it".format(
                          "keras " + keras.__version__ if FAMILY == "keras" else
                          "tf.keras " + keras.__version__))
     assert "--custom-objects" not in stderr and report["family"] == FAMILY

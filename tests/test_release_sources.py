@@ -7,7 +7,8 @@ Keras-<version>-*.whl and/or tensorflow-<version>-*.whl, e.g.
     for v in 2.0.7 2.0.8 ... 2.3.1; do pip download --no-deps keras==$v -d wheels; done
 
 (`nox -s release-sources` does that for the 18 Keras releases 2.0.7 - 2.3.1,
-`nox -s tf-release-sources` for TensorFlow 1.4 - 1.14.)
+`nox -s tf-release-sources` for TensorFlow 1.4 - 1.14, `nox -s tf2-release-sources`
+for TensorFlow 2.0 - 2.5, keras-nightly 2.5.0 and keras 2.6.0.)
 """
 
 import ast
@@ -22,7 +23,10 @@ from keras_clone_fix import _rules
 from keras_clone_fix._affected import TARGETS
 
 WHEELS = os.environ.get("RELEASE_WHEELS")
-WHEEL_NAME = re.compile(r"(Keras|tensorflow)-(\d+)\.(\d+)\.(\d+)-")
+# Keras-2.2.4-, keras-2.6.0-, keras_nightly-2.5.0.dev2021032900-, tensorflow-1.14.0-,
+# tensorflow_cpu-2.3.4-: the family, and its release.
+WHEEL_NAME = re.compile(r"(Keras|keras|tensorflow)(?:_nightly|_cpu)?-(\d+)\.(\d+)\.(\d+)"
+                        r"(?:\.dev\d+)?-")
 RELEASES = sorted(
     (match.group(1).lower(), tuple(int(part) for part in match.groups()[1:]), path)
     for match, path in ((WHEEL_NAME.match(os.path.basename(path)), path)
@@ -49,10 +53,13 @@ def test_every_keras_release_from_2_0_7_to_2_3_1_is_here_if_one_is():
 
 
 def module_source(archive, module):
-    """A module's source in a wheel: at the top (Keras) or under
-    <name>.data/purelib (TensorFlow)."""
+    """A module's source in a wheel: at the top (Keras, TensorFlow 2.2 and
+    later) or under <name>.data/purelib (TensorFlow 1.x); TensorFlow 1.15 -
+    2.1 keep tensorflow's modules in tensorflow_core."""
     path = module.replace(".", "/") + ".py"
-    (name,) = [name for name in archive.namelist() if name == path or name.endswith("/purelib/" + path)]
+    core = "tensorflow_core/" + path.partition("/")[2] if path.startswith("tensorflow/") else path
+    (name,) = [name for name in archive.namelist()
+               if name in (path, core) or name.endswith(("/purelib/" + path, "/purelib/" + core))]
     return archive.read(name).decode("utf-8")
 
 

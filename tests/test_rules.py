@@ -491,6 +491,33 @@ def test_given_input_layers_kept():
     assert fixed(model, given, dict(mapped_before), {}) == expected
 
 
+def input_layers_like_tf_keras_2(model, input_tensors):
+    """The loop of tf.keras 2.0 - 2.5's (and keras 2.5 - 2.6's) clone
+    routine: a given Keras tensor's input layer mapped to the model's own."""
+    new_input_layers = {}
+    for i, input_tensor in enumerate(input_tensors):
+        original_input_layer = model._input_layers[i]
+        if input_tensor is None:  # stands for a backend tensor: wrapped in an Input
+            new_input_layers[original_input_layer] = "a new Input's layer"
+        else:
+            new_input_layers[original_input_layer] = original_input_layer
+    return new_input_layers
+
+
+def test_given_input_layers_taken():
+    fixed = build_fixed(input_layers_like_tf_keras_2, ["GivenInputLayersTaken"])
+    model = type("Model", (), {})()
+    model._input_layers = [InputLayer(None) for _ in range(3)]
+    given = [KerasTensor(InputLayer(None)), KerasTensor(Layer(None)), None]
+    first, second, third = model._input_layers
+    assert input_layers_like_tf_keras_2(model, given) == {
+        first: first, second: second, third: "a new Input's layer"}
+    # The given input layer is taken; a tensor of another kind of layer keeps
+    # the release's mapping, and so does the routine's own wrapper.
+    assert fixed(model, given) == {first: given[0]._keras_history[0], second: second,
+                                   third: "a new Input's layer"}
+
+
 class Network(object):
     @classmethod
     def from_config(cls, config):
