@@ -44,8 +44,21 @@ RELEASES = {
          "recorded tensors of the original graph, and before 1.9 they drop outputs; "
          "before 1.13 a masked tensor cannot be passed into a model, and 1.11 - 1.13 "
          "drop the output masks of a model called on new tensors"),
-        ((1, 15, 0), None, False,
-         "tf.keras of TensorFlow 1.15 and 2.x copies the call arguments: correct"),
+        ((1, 15, 0), (2, 0, 0), True,
+         "tf.keras of TensorFlow 1.15 (its code in tensorflow_core) copies the call "
+         "arguments of a model called on new tensors, but a model's from_config still "
+         "makes a layer's calls out of order (a model of two layers each called on the "
+         "other's output loads predicting other numbers), and its clone routine passes a "
+         "custom layer's tensor keyword argument back as it was (Graph disconnected) and "
+         "calls a copy of the input layer on given input tensors (the clone, saved, does "
+         "not load)"),
+        ((2, 0, 0), (2, 2, 0), True,
+         "tf.keras of TensorFlow 2.0 - 2.1 (tensorflow_core) rebuilds a model from its "
+         "config (loading it, and every clone) making a layer's calls out of order (a "
+         "model of two layers each called on the other's output, loaded or cloned, "
+         "predicts other numbers), in eager and in graph mode"),
+        ((2, 2, 0), None, False,
+         "tf.keras of TensorFlow 2.x copies the call arguments: correct"),
     ),
 }
 FAMILIES = tuple(sorted(RELEASES))
@@ -93,13 +106,18 @@ RULE_RISKS = {
 # whichever routine (or the loading) calls it; a model's from_config loads
 # it. Every routine but the clone runs for a model nested in another whenever
 # that one is loaded or cloned (multi_gpu_model's cpu_relocation clones).
-CLONE_ROUTINE = "clone_functional_model"
+# tf.keras 1.15's clone routine makes the clone's layer calls in _make_new_nodes.
+CLONE_ROUTINES = ("clone_functional_model", "make_new_nodes")
+CLONE_CHECKS = ("clone", "clone_of_clone", "multi_gpu", "original_unchanged")
 ROUTINE_CHECKS = {
-    CLONE_ROUTINE: ("clone", "clone_of_clone", "multi_gpu", "original_unchanged"),
+    "clone_functional_model": CLONE_CHECKS,
+    "make_new_nodes": CLONE_CHECKS,
     "run_internal_graph": ("nested", "called_twice", "multi_gpu", "original_unchanged"),
     "set_mask_metadata": ("load", "clone", "clone_of_clone", "nested", "called_twice",
                           "multi_gpu"),
     "from_config": ("load",),
+    # TensorFlow 2.0 - 2.1: what from_config and every clone rebuild the model with.
+    "reconstruct_from_config": ("load", "clone", "clone_of_clone", "multi_gpu"),
 }
 NESTED_MODEL_CHECKS = ("load", "clone", "clone_of_clone", "multi_gpu")
 
@@ -214,6 +232,17 @@ TARGETS = (
            "the clone routine of 1.14 (kwargs = node.arguments or {}) still passes a tensor "
            "keyword argument back as it was, and Bidirectional's initial_state twice; a clone "
            "on given input tensors cannot be loaded once saved"),
+    # 1.15 (tensorflow_core, imported as tensorflow.python...): the call
+    # loop moved to _make_new_nodes, whose depths count keyword arguments.
+    Target("tensorflow", "tensorflow.python.keras.models", "_make_new_nodes",
+           (1, 15, 0), (2, 0, 0), ("MapTensorsInCallArguments",),
+           "the clone routine's layer calls, moved to _make_new_nodes in 1.15 (kwargs = "
+           "node.arguments or {}): a tensor keyword argument passed back as it was, and the "
+           "clone refused (Graph disconnected)"),
+    Target("tensorflow", "tensorflow.python.keras.models", "_clone_functional_model",
+           (1, 15, 0), (2, 0, 0), ("GivenInputLayersKept",),
+           "the clone routine of 1.15: a clone on given input tensors calls a copy of the "
+           "model's input layer on them, and cannot be loaded once saved"),
     Target("tensorflow", "tensorflow.python.layers.base", "Network._run_internal_graph",
            (1, 4, 0), (1, 5, 0), NETWORK_RULES_BEFORE_1_9,
            "calling a tf.keras model on new tensors: the first call's mask pinned in the "
@@ -257,6 +286,14 @@ TARGETS = (
            "the same routine, moved to tf.keras's Network in 1.7"),
     Target("tensorflow", "tensorflow.python.keras.engine.network", "Network.from_config",
            (1, 9, 0), (1, 15, 0), ("LayerCallsKeptInOrder",), "the same, out of _impl in 1.9"),
+    Target("tensorflow", "tensorflow.python.keras.engine.network", "Network.from_config",
+           (1, 15, 0), (2, 0, 0), ("LayerCallsKeptInOrder",),
+           "the same in 1.15's tensorflow_core, which also deserializes tensor keyword arguments"),
+    Target("tensorflow", "tensorflow.python.keras.engine.network", "reconstruct_from_config",
+           (2, 0, 0), (2, 2, 0), ("LayerCallsKeptInOrder",),
+           "the same loop, in TensorFlow 2.0's function that Network.from_config and "
+           "clone_model both call: the clone is wrong too, and the node indices it maps "
+           "count the calls in the order it makes them"),
     Target("tensorflow", "tensorflow.python.keras.engine.base_layer", "Layer._set_mask_metadata",
            (1, 11, 0), (1, 14, 0), ("MaskAlreadyComputedKept",),
            "Layer.__call__'s mask bookkeeping: a model called on new tensors has its output "
@@ -286,12 +323,20 @@ def parse_version(version, leading=False):
     return tuple(int(part) for part in parts)
 
 
+def package_of(keras):
+    """The package a keras module is of: 'keras', 'tensorflow' (tf.keras;
+    TensorFlow 2.0 - 2.1 name it tensorflow_core.keras or
+    tensorflow_core.python.keras.api._v2.keras), 'tf_keras'."""
+    package = keras.__name__.split(".")[0]
+    return "tensorflow" if package == "tensorflow_core" else package
+
+
 def keras_version(keras):
     """A keras module's version string: its `__version__`; tf.keras of
     TensorFlow 1.4 - 1.8 has none, the Keras inside that TensorFlow has it
     ('2.1.5-tf' on 1.8). None where neither says."""
     version = getattr(keras, "__version__", None)
-    if version is None and keras.__name__.split(".")[0] == "tensorflow":
+    if version is None and package_of(keras) == "tensorflow":
         inside = sys.modules.get("tensorflow.python.keras._impl.keras")
         version = getattr(inside, "__version__", None)
     return version
@@ -340,6 +385,6 @@ def endangered_checks(family, version, risk, in_nested_model):
         if risk in target.risks:
             routine = target.routine()
             checks.update(ROUTINE_CHECKS[routine])
-            if in_nested_model and routine != CLONE_ROUTINE:
+            if in_nested_model and routine not in CLONE_ROUTINES:
                 checks.update(NESTED_MODEL_CHECKS)
     return checks

@@ -2,20 +2,28 @@
 
 Where a layer can have several outputs with one mask (keras from 2.0.7):
 Embedding(mask_zero) -> a masking layer with two outputs -> one LSTM each.
-Elsewhere (keras before 2.0.7, tf.keras): a masked encoder whose LSTM is
-called with training=False, so its node keeps a dict of call arguments that
-the affected releases write each call's mask into.
+Elsewhere (keras before 2.0.7, tf.keras of TensorFlow 1.4 - 1.14): a masked
+encoder whose LSTM is called with training=False, so its node keeps a dict of
+call arguments that the affected releases write each call's mask into.
+tf.keras of TensorFlow 1.15 copies them, but its from_config makes a layer's
+calls out of order: there, a nested model of two layers each called on the
+other's output.
 """
 
-from keras_clone_fix._affected import api_version
+import sys
+
+from keras_clone_fix._affected import api_version, targets_for
 
 STEPS, VOCABULARY = 5, 10
 
 
 def build(keras):
-    if "tensorflow" not in keras.__name__ and api_version(keras) >= (2, 0, 7):
-        return two_output_model(keras)
-    return masked_encoder(keras)
+    if "tensorflow" not in keras.__name__:
+        return two_output_model(keras) if api_version(keras) >= (2, 0, 7) else masked_encoder(keras)
+    targets = targets_for("tensorflow", sys.modules["tensorflow"].__version__)
+    if any(target.routine() == "run_internal_graph" for target in targets):
+        return masked_encoder(keras)
+    return calls_in_a_cycle(keras)
 
 
 def two_output_model(keras):
@@ -43,3 +51,17 @@ def masked_encoder(keras):
     tokens = keras.layers.Input(shape=(STEPS,), dtype="int32")
     embedded = keras.layers.Embedding(VOCABULARY, 3, mask_zero=True)(tokens)
     return keras.models.Model(tokens, keras.layers.LSTM(2)(embedded, training=False))
+
+
+def calls_in_a_cycle(keras):
+    """Inside a nested model, two layers each called on the other's output:
+    s(x), d(s(x)), s(d(s(x))), s(s(x)), d(s(d(s(x)))). The config lists s
+    before d, so its third call is ready before its second."""
+    L = keras.layers
+    x = L.Input(shape=(3,))
+    s, d = L.Dense(3, name="s"), L.Dense(3, name="d")
+    first = s(x)
+    again = s(d(first))
+    inner = keras.models.Model(x, L.add([s(first), d(again)]), name="cycle")
+    y = L.Input(shape=(3,))
+    return keras.models.Model(y, L.Dense(1)(inner(y)))

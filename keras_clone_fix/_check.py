@@ -27,7 +27,8 @@ import traceback
 from keras_clone_fix._affected import (
     ARGUMENT_MADE_LATER, CALLS_OUT_OF_ORDER, FROZEN_NESTED, LAMBDA_MASK, MASKED_CALL,
     MULTI_OUTPUT_MASK, NESTED_MASKED, NESTED_OUTPUT_MASKS, SHARED_MODEL, STATE_INPUTS,
-    SURPLUS_MASKS, TENSOR_ARGUMENTS, api_version, endangered_checks, keras_version, targets_for)
+    SURPLUS_MASKS, TENSOR_ARGUMENTS, api_version, endangered_checks, keras_version, package_of,
+    targets_for)
 from keras_clone_fix._runtime import arguments_made_later, is_lambda
 
 OK, WRONG, ERROR, UNAVAILABLE = "ok", "wrong", "error", "unavailable"
@@ -47,7 +48,7 @@ def release_name(keras):
     """"keras 2.2.4", "tf.keras 2.2.4-tf" (tf.keras's own version; where
     none says it, "tf.keras of tensorflow 1.8.0"), or "tf_keras 2.21.0" (the
     package tf.keras is on TensorFlow 2.16+)."""
-    package = keras.__name__.split(".")[0]
+    package = package_of(keras)
     version = keras_version(keras)
     if version is None and package == "tensorflow":
         return "tf.keras of tensorflow " + sys.modules["tensorflow"].__version__
@@ -159,7 +160,7 @@ def release_of(keras):
     """(family, version) of a keras module, as _affected's tables know them:
     ("keras", keras's version), ("tensorflow", TensorFlow's) for tf.keras;
     tf_keras and Keras 3 are families of their own there, without targets."""
-    package = keras.__name__.split(".")[0]
+    package = package_of(keras)
     if package == "tensorflow":
         import tensorflow
         return package, tensorflow.__version__

@@ -23,7 +23,7 @@ import threading
 import time
 
 from keras_clone_fix import _check, _given_inputs
-from keras_clone_fix._affected import is_affected, parse_version
+from keras_clone_fix._affected import is_affected, package_of, parse_version
 from keras_clone_fix._model_file import KERAS, BadInput
 from keras_clone_fix._report import PATCHED, UNPATCHED
 
@@ -61,7 +61,7 @@ def facts(family, keras):
         affected, reason = is_affected("keras", keras.__version__)
     else:
         affected, reason = is_affected("tensorflow", tensorflow.__version__)
-        package = keras.__name__.split(".")[0]
+        package = package_of(keras)
         if package == "tf_keras":
             found["tf_keras"] = keras.__version__
             reason += "; checked with the tf_keras package {} (tf.keras of TensorFlow 2.16 " \
