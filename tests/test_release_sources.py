@@ -7,7 +7,7 @@ Keras-<version>-*.whl and/or tensorflow-<version>-*.whl, e.g.
     for v in 2.0.7 2.0.8 ... 2.3.1; do pip download --no-deps keras==$v -d wheels; done
 
 (`nox -s release-sources` does that for the 18 Keras releases 2.0.7 - 2.3.1,
-`nox -s tf-release-sources` for TensorFlow 1.4 - 1.14.)
+`nox -s tf-release-sources` for TensorFlow 1.4 - 1.15, 2.0 and 2.1.)
 """
 
 import ast
@@ -50,9 +50,15 @@ def test_every_keras_release_from_2_0_7_to_2_3_1_is_here_if_one_is():
 
 def module_source(archive, module):
     """A module's source in a wheel: at the top (Keras) or under
-    <name>.data/purelib (TensorFlow)."""
+    <name>.data/purelib (TensorFlow). TensorFlow 1.15 - 2.1 keep their
+    Python code in the tensorflow_core package, which `import tensorflow`
+    names tensorflow: a module tensorflow.x is tensorflow_core/x.py there."""
     path = module.replace(".", "/") + ".py"
-    (name,) = [name for name in archive.namelist() if name == path or name.endswith("/purelib/" + path)]
+    paths = [path]
+    if path.startswith("tensorflow/"):
+        paths.append("tensorflow_core/" + path[len("tensorflow/"):])
+    (name,) = [name for name in archive.namelist()
+               if any(name == one or name.endswith("/purelib/" + one) for one in paths)]
     return archive.read(name).decode("utf-8")
 
 
