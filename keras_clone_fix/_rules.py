@@ -24,6 +24,7 @@ they are made. What is left is mostly Python's own parse and the two
 compiles.
 """
 
+import __future__
 import ast
 import dis
 import linecache
@@ -612,6 +613,20 @@ class ArgumentsMadeBeforeTheirCalls(Rule):
         return node
 
 
+# The compiler flags of every __future__ feature: those among a code object's
+# flags are the features its module imported, which its source compiles with
+# (Python 2: `from __future__ import absolute_import` makes another import
+# instruction, `division` another `/`; TensorFlow's modules import both).
+_FUTURE_FLAGS = 0
+for _feature in __future__.all_feature_names:
+    _FUTURE_FLAGS |= getattr(__future__, _feature).compiler_flag
+del _feature
+
+
+def _future_flags(original):
+    return original.__code__.co_flags & _FUTURE_FLAGS
+
+
 def _function_def(original):
     """The ast of `original`'s definition, at its lines in its file.
 
@@ -638,7 +653,8 @@ def _function_def(original):
     above = "\n" * (first - 2) + "if 1:\n" if indented else "\n" * (first - 1)
     while True:
         try:
-            module = ast.parse(above + "".join(lines[first - 1:last]))
+            module = compile(above + "".join(lines[first - 1:last]), code.co_filename, "exec",
+                             ast.PyCF_ONLY_AST | _future_flags(original), dont_inherit=True)
             break
         except SyntaxError as error:
             if last >= len(lines):
@@ -684,7 +700,7 @@ def _check_source_is_running_code(definition, original):
     module.body.append(definition)
     code = original.__code__
     compiled = next(const for const in compile(module, code.co_filename, "exec",
-                                               dont_inherit=True).co_consts
+                                               _future_flags(original), dont_inherit=True).co_consts
                     if isinstance(const, types.CodeType))
     qualified = getattr(original, "__qualname__", original.__name__)  # Python 2: no __qualname__
     if not _same_code(compiled, code, qualified[:-len(original.__name__)]):
@@ -725,5 +741,6 @@ def factory_code(original, rule_names):
     names = [_HELPER_PREFIX + helper.__name__ for helper in helpers]
     module = ast.parse("def _factory({}):\n    return {}\n".format(", ".join(names), definition.name))
     module.body[0].body.insert(0, definition)
-    code = compile(module, original.__code__.co_filename, "exec", dont_inherit=True)
+    code = compile(module, original.__code__.co_filename, "exec", _future_flags(original),
+                   dont_inherit=True)
     return code, [helper.__name__ for helper in helpers]
