@@ -4,7 +4,7 @@
     nox -s demo         # the bug on Keras 2.2.4, then the fix
     nox -s full         # the long randomised differential run
     nox -s release-sources    # every rule on the source of every release 2.0.7 - 2.3.1
-    nox -s tf-release-sources # the same on TensorFlow 1.4 - 1.14
+    nox -s tf-release-sources # the same on TensorFlow 1.4 - 1.15
     nox -s tf2-release-sources # the same on TensorFlow 2.0 - 2.5, keras 2.5 and 2.6
     nox -s activation-model   # the long model-based test of activation
     nox -s bench        # clone-time, memory and start-up benchmarks
@@ -36,8 +36,11 @@ ROOT = os.path.dirname(os.path.abspath(__file__))
 TF1 = ["tensorflow==1.15.5", "protobuf<3.21", "h5py<3"]
 QUIET_TF = {"TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONWARNINGS": "ignore::DeprecationWarning,ignore::FutureWarning"}
 # What a session leaves to another that proves the same (PYTEST_ADDOPTS):
-# - tests/test_tf_keras.py runs once for each TensorFlow (1.15, right and left
-#   alone: tests(keras-2.2.4-tf-1.15); 1.14: tests(tf-1.14)).
+# - tf.keras's tests (tests/test_tf_keras.py, test_check_tf_keras.py and
+#   tf.keras's halves of test_model_boundary and test_faithful_clones) run
+#   once for each TensorFlow (1.15: tests(keras-2.2.4-tf-1.15) and, on Python
+#   2.7, tests-2.7; 1.14: tests(tf-1.14); 2.1: tests(keras-2.3.1-tf-2.1), with
+#   test_tf2_keras.py): the other keras sessions on those releases leave them.
 # - The tests marked `activation` (how the fix goes in and out) depend on the
 #   kinds of targets (a module's function, a class's method, a classmethod,
 #   a method that every layer call runs), the families imported and the
@@ -59,10 +62,8 @@ QUIET_TF = {"TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONWARNINGS": "ignore::DeprecationW
 #   code, which does not depend on the Python: of the two keras 2.2.4 sessions
 #   on a backend, one runs them. Python 2.7 on TensorFlow leaves them to 3.7,
 #   Theano on 3.7 leaves them to 2.7.
-# - keras 2.2.5 with TensorFlow 1.14 leaves tf.keras's halves of
-#   test_model_boundary and test_faithful_clones to tests(tf-1.14), the same
-#   TensorFlow on the same Python.
-TF_KERAS_ELSEWHERE = "--ignore=tests/test_tf_keras.py"
+TF_KERAS_ELSEWHERE = ("--ignore=tests/test_tf_keras.py --ignore=tests/test_check_tf_keras.py "
+                      "-k 'not ((test_model_boundary or test_faithful_clones) and tf.keras)'")
 ACTIVATION, CHECK_COMMAND, UNPATCHED = "activation", "check_command", "unpatched"  # markers
 
 
@@ -117,9 +118,7 @@ ENVIRONMENTS = {
     # TensorFlow 1.14 (affected too): both families patched in one process.
     # check_command: keras's targets are 2.2.4's but from_config (its twin), tf.keras's 1.14's.
     "keras-2.2.5-tf-1.14": ("3.7", ["tensorflow==1.14.0", "protobuf<3.21", "h5py<3", "keras==2.2.5"],
-                            leaving(TF_KERAS_ELSEWHERE, CHECK_COMMAND,
-                                    "-k 'not ((test_model_boundary or test_faithful_clones) "
-                                    "and tf.keras)'")),
+                            leaving(TF_KERAS_ELSEWHERE, CHECK_COMMAND)),
     "keras-2.3.1-tf-1.15": ("3.7", TF1 + ["keras==2.3.1"],
                             leaving(TF_KERAS_ELSEWHERE, *PROVEN_BY_ITS_TWIN)),
     "keras-2.3.1-tf-2.1": ("3.7", ["tensorflow==2.1.4", "keras==2.3.1", "protobuf<3.21",
@@ -353,13 +352,13 @@ def release_sources(session):
 
 
 TF_RELEASES = ["1.4.1", "1.5.1", "1.6.0", "1.7.1", "1.8.0", "1.9.0", "1.10.1", "1.11.0",
-               "1.12.3", "1.13.2", "1.14.0"]
+               "1.12.3", "1.13.2", "1.14.0", "1.15.5"]
 
 
 @nox.session(name="tf-release-sources", venv_backend="venv", python="3.7")
 def tf_release_sources(session):
-    """The same for tf.keras: the last release of each TensorFlow 1.4 - 1.14
-    (their Python 3.6 wheels, about 800 MB)."""
+    """The same for tf.keras: the last release of each TensorFlow 1.4 - 1.15
+    (their Python 3.6 wheels)."""
     check_release_sources(session, "tensorflow", TF_RELEASES, "--only-binary=:all:",
                           "--python-version", "3.6")
 

@@ -66,11 +66,11 @@ RELEASES = {
          "output masks lost (1.11 - 1.13); a Lambda's mask lost in clones (to 1.13); "
          "frozen nested models unfrozen in clones (to 1.13); clones on input_tensors "
          "that do not reload; layer calls reordered by from_config"),
-        ((1, 15, 0), (2, 0, 0), False,
-         "tf.keras of TensorFlow 1.15 and 2.x copies the call arguments: correct"),
-        ((2, 0, 0), (2, 2, 0), True,
-         "tf.keras's clone_model: clones that ignore the given input_tensors"),
-        ((2, 2, 0), (2, 6, 0), True,
+        ((1, 15, 0), (2, 0, 0), True,
+         "tf.keras's clone_model and from_config (load_model): the original's tensors in "
+         "call arguments; clones on input_tensors that do not reload; layer calls "
+         "reordered by from_config"),
+        ((2, 0, 0), (2, 6, 0), True,
          "tf.keras's clone_model and from_config (load_model; reconstruct_from_config, "
          "which clone_model runs too): layer calls reordered by from_config; clones that "
          "ignore the given input_tensors"),
@@ -145,16 +145,19 @@ RULE_WORDS = {
 # whichever routine (or the loading) calls it; a model's from_config loads
 # it. Every routine but the clone runs for a model nested in another whenever
 # that one is loaded or cloned (multi_gpu_model's cpu_relocation clones).
-CLONE_ROUTINE = "clone_functional_model"
+# tf.keras 1.15's clone routine makes the clone's layer calls in _make_new_nodes.
+CLONE_ROUTINES = ("clone_functional_model", "make_new_nodes")
+CLONE_CHECKS = ("clone", "clone_of_clone", "multi_gpu", "original_unchanged")
 ROUTINE_CHECKS = {
-    CLONE_ROUTINE: ("clone", "clone_of_clone", "multi_gpu", "original_unchanged"),
+    "clone_functional_model": CLONE_CHECKS,
+    "make_new_nodes": CLONE_CHECKS,
     "run_internal_graph": ("nested", "called_twice", "multi_gpu", "original_unchanged"),
     "set_mask_metadata": ("load", "clone", "clone_of_clone", "nested", "called_twice",
                           "multi_gpu"),
     "from_config": ("load",),
-    # From tf.keras 2.2 the clone routine makes the clone from the model's
-    # config with it too.
-    "reconstruct_from_config": ("load", "clone", "clone_of_clone"),
+    # What from_config and, from tf.keras 2.0, every clone (multi_gpu_model's
+    # cpu_relocation too) rebuild the model with.
+    "reconstruct_from_config": ("load", "clone", "clone_of_clone", "multi_gpu"),
 }
 NESTED_MODEL_CHECKS = ("load", "clone", "clone_of_clone", "multi_gpu")
 
@@ -269,6 +272,17 @@ TARGETS = (
            "the clone routine of 1.14 (kwargs = node.arguments or {}) still passes a tensor "
            "keyword argument back as it was, and Bidirectional's initial_state twice; a clone "
            "on given input tensors cannot be loaded once saved"),
+    # 1.15 (tensorflow_core, imported as tensorflow.python...): the call
+    # loop moved to _make_new_nodes, whose depths count keyword arguments.
+    Target("tensorflow", "tensorflow.python.keras.models", "_make_new_nodes",
+           (1, 15, 0), (2, 0, 0), ("MapTensorsInCallArguments",),
+           "the clone routine's layer calls, moved to _make_new_nodes in 1.15 (kwargs = "
+           "node.arguments or {}): a tensor keyword argument passed back as it was, and the "
+           "clone refused (Graph disconnected)"),
+    Target("tensorflow", "tensorflow.python.keras.models", "_clone_functional_model",
+           (1, 15, 0), (2, 0, 0), ("GivenInputLayersKept",),
+           "the clone routine of 1.15: a clone on given input tensors calls a copy of the "
+           "model's input layer on them, and cannot be loaded once saved"),
     Target("tensorflow", "tensorflow.python.layers.base", "Network._run_internal_graph",
            (1, 4, 0), (1, 5, 0), NETWORK_RULES_BEFORE_1_9,
            "calling a tf.keras model on new tensors: the first call's mask pinned in the "
@@ -312,6 +326,9 @@ TARGETS = (
            "the same routine, moved to tf.keras's Network in 1.7"),
     Target("tensorflow", "tensorflow.python.keras.engine.network", "Network.from_config",
            (1, 9, 0), (1, 15, 0), ("LayerCallsKeptInOrder",), "the same, out of _impl in 1.9"),
+    Target("tensorflow", "tensorflow.python.keras.engine.network", "Network.from_config",
+           (1, 15, 0), (2, 0, 0), ("LayerCallsKeptInOrder",),
+           "the same in 1.15's tensorflow_core, which also deserializes tensor keyword arguments"),
     # tf.keras 2.x, and the keras package 2.6 that is tf.keras of TensorFlow 2.6.
     Target("tensorflow", "tensorflow.python.keras.models", "_clone_functional_model",
            (2, 0, 0), (2, 6, 0), ("GivenInputLayersTaken",),
@@ -321,10 +338,11 @@ TARGETS = (
            ("GivenInputLayersTaken",),
            "the same routine, tf.keras's, in the keras package 2.5 (keras-nightly) and 2.6"),
     Target("tensorflow", "tensorflow.python.keras.engine.network", "reconstruct_from_config",
-           (2, 2, 0), (2, 3, 0), ("LayerCallsKeptInOrder",),
-           "a model made from its config (from_config, loading, and every clone: the clone "
-           "routine makes it from its config too): a layer's calls made out of order where one "
-           "waits for another's; the routine is Network.from_config's, a function from 2.2"),
+           (2, 0, 0), (2, 3, 0), ("LayerCallsKeptInOrder",),
+           "a model made from its config (from_config, loading, and every clone: from 2.0 the "
+           "clone routine makes it from its config too): a layer's calls made out of order "
+           "where one waits for another's, in eager and in graph mode; the node indices the "
+           "clone maps count the calls in the order this makes them"),
     Target("tensorflow", "tensorflow.python.keras.engine.functional", "reconstruct_from_config",
            (2, 3, 0), (2, 6, 0), ("LayerCallsKeptInOrder",),
            "the same, moved to functional.py in 2.3 (2.4 defers a call whose tensor keyword "
@@ -362,12 +380,20 @@ def parse_version(version, leading=False):
     return tuple(int(part) for part in parts)
 
 
+def package_of(keras):
+    """The package a keras module is of: 'keras', 'tensorflow' (tf.keras;
+    TensorFlow 2.0 - 2.1 name it tensorflow_core.keras or
+    tensorflow_core.python.keras.api._v2.keras), 'tf_keras'."""
+    package = keras.__name__.split(".")[0]
+    return "tensorflow" if package == "tensorflow_core" else package
+
+
 def keras_version(keras):
     """A keras module's version string: its `__version__`; tf.keras of
     TensorFlow 1.4 - 1.8 has none, the Keras inside that TensorFlow has it
     ('2.1.5-tf' on 1.8). None where neither says."""
     version = getattr(keras, "__version__", None)
-    if version is None and keras.__name__.split(".")[0] == "tensorflow":
+    if version is None and package_of(keras) == "tensorflow":
         inside = sys.modules.get("tensorflow.python.keras._impl.keras")
         version = getattr(inside, "__version__", None)
     return version
@@ -451,6 +477,6 @@ def endangered_checks(family, version, risk, in_nested_model):
         if risk in target.risks:
             routine = target.routine()
             checks.update(ROUTINE_CHECKS[routine])
-            if in_nested_model and routine != CLONE_ROUTINE:
+            if in_nested_model and routine not in CLONE_ROUTINES:
                 checks.update(NESTED_MODEL_CHECKS)
     return checks

@@ -28,7 +28,7 @@ from keras_clone_fix._affected import (
     ARGUMENT_MADE_LATER, CALLS_OUT_OF_ORDER, FROZEN_NESTED, LAMBDA_MASK, MASKED_CALL,
     MULTI_OUTPUT_MASK, NESTED_MASKED, NESTED_OUTPUT_MASKS, SHARED_MODEL, STATE_INPUTS,
     SURPLUS_MASKS, TENSOR_ARGUMENTS, api_version, deciding_release, endangered_checks,
-    imported_version, keras_version, targets_for)
+    imported_version, keras_version, package_of, targets_for)
 from keras_clone_fix._runtime import arguments_made_later, is_lambda
 
 OK, WRONG, ERROR, UNAVAILABLE = "ok", "wrong", "error", "unavailable"
@@ -44,17 +44,11 @@ def result(outcome, detail=""):
     return {"result": outcome, "detail": detail}
 
 
-def tf_keras_package(package):
-    """"tensorflow" for tensorflow_core, where TensorFlow 1.15 - 2.1 keep
-    tf.keras (tensorflow_core.python.keras.api._v2.keras); else `package`."""
-    return "tensorflow" if package == "tensorflow_core" else package
-
-
 def release_name(keras):
     """"keras 2.2.4", "tf.keras 2.2.4-tf" (tf.keras's own version; where
     none says it, "tf.keras of tensorflow 1.8.0"), or "tf_keras 2.21.0" (the
     package tf.keras is on TensorFlow 2.16+)."""
-    package = tf_keras_package(keras.__name__.split(".")[0])
+    package = package_of(keras)
     version = keras_version(keras)
     if version is None and package == "tensorflow":
         return "tf.keras of tensorflow " + sys.modules["tensorflow"].__version__
@@ -170,7 +164,7 @@ def release_of(keras):
     """(family, version) of a keras module, as _affected's tables know them:
     ("keras", keras's version), ("tensorflow", TensorFlow's) for tf.keras;
     tf_keras and Keras 3 are families of their own there, without targets."""
-    package = tf_keras_package(keras.__name__.split(".")[0])
+    package = package_of(keras)
     if package == "tensorflow":
         import tensorflow
         return package, tensorflow.__version__

@@ -20,7 +20,7 @@ import re
 import sys
 import zipfile
 
-from keras_clone_fix._affected import api_version, parse_version
+from keras_clone_fix._affected import api_version, package_of, parse_version
 from keras_clone_fix._check import KERAS_3, release_name
 
 HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
@@ -298,7 +298,7 @@ def _first_line(error):
 def _later_built_in(keras, name):
     """"TensorFlow 1.12" where `name` is a built-in of that release of the
     family of `keras` and later, and not of the installed one; else None."""
-    package = keras.__name__.split(".")[0]
+    package = package_of(keras)
     installed = parse_version(getattr(sys.modules.get(package), "__version__", None),
                               leading=True)
     for family, first, release, names in LATER_BUILT_INS:

@@ -24,6 +24,7 @@ they are made. What is left is mostly Python's own parse and the two
 compiles.
 """
 
+import __future__
 import ast
 import dis
 import linecache
@@ -388,11 +389,13 @@ class MapTensorsInCallArguments(_AfterNodeArguments):
     `initial_state` and `constants`, which `RNN.__call__` records in the
     node's arguments from 2.0.9 to 2.2.4 (2.2.5 pops them), or any layer
     called with a tensor argument (every release; tf.keras 1.11 - 1.14's
-    routines, which handle an RNN's states as inputs, still passed a
-    custom layer's `attention_mask=w` back as it was). Every release passed
+    routines, which handle an RNN's states as inputs, and 1.15's clone
+    routine, whose calls moved to `_make_new_nodes`, still passed a custom
+    layer's `attention_mask=w` back as it was). Every release passed
     them back as they were, so a clone or a model called on new tensors
     computed from the original graph (`You must feed a value for
-    placeholder tensor`). Each is replaced by the tensor
+    placeholder tensor`; 1.15's clone is refused: `Graph disconnected`).
+    Each is replaced by the tensor
     the routine computed for it. The routines key their map (`tensor_map`,
     tf.keras 1.14's run_internal_graph `tensor_dict`) by the tensor, by
     `id(x)` or by `str(id(x))` depending on the release: the key is taken
@@ -491,7 +494,7 @@ class GivenInputLayersKept(Rule):
     `given_input_layers_mapped(layer_map, model.inputs, input_tensors)`.
 
     Given `input_tensors`, every clone routine (Keras 2.0.7 - 2.3.1, tf.keras
-    of TensorFlow 1.4 - 1.14) left the model's input layers out of its layer
+    of TensorFlow 1.4 - 1.15) left the model's input layers out of its layer
     map: the loop over the nodes then made a copy of each from its config
     and called it on the given tensor. The clone predicted right, but held an
     input layer called on another, and a file saved from it did not load
@@ -552,12 +555,16 @@ class LayerCallsKeptInOrder(Rule):
     process_node)`.
 
     A model's `from_config` (Keras 2.0.7 - 2.2.4, tf.keras of TensorFlow
-    1.4 - 1.14) queues each layer's calls and makes them layer by layer. A
+    1.4 - 1.15; TensorFlow 2.0 - 2.1's `reconstruct_from_config`, which
+    their `from_config` and `clone_model` both call) queues each layer's
+    calls and makes them layer by layer. A
     call whose inputs were not made yet went back to the queue while the
     layer's later calls were made: the rebuilt layer's nodes came in another
     order, and the calls that name them by index took the wrong ones
     (keras-team/keras#11159). A nested model of shared layers then came
     back from a clone, or a saved file, computing something else, silently.
+    On TensorFlow 2.0 - 2.1 the routine also counts the calls it made to map
+    the config's node indices, so every clone was wired that way too.
     Keras 2.2.5 stops at the first call that must wait, and so does the fix.
     """
 
@@ -638,6 +645,20 @@ class ArgumentsMadeBeforeTheirCalls(Rule):
         return node
 
 
+# The compiler flags of every __future__ feature: those among a code object's
+# flags are the features its module imported, which its source compiles with
+# (Python 2: `from __future__ import absolute_import` makes another import
+# instruction, `division` another `/`; TensorFlow's modules import both).
+_FUTURE_FLAGS = 0
+for _feature in __future__.all_feature_names:
+    _FUTURE_FLAGS |= getattr(__future__, _feature).compiler_flag
+del _feature
+
+
+def _future_flags(original):
+    return original.__code__.co_flags & _FUTURE_FLAGS
+
+
 def _function_def(original):
     """The ast of `original`'s definition, at its lines in its file.
 
@@ -664,7 +685,8 @@ def _function_def(original):
     above = "\n" * (first - 2) + "if 1:\n" if indented else "\n" * (first - 1)
     while True:
         try:
-            module = ast.parse(above + "".join(lines[first - 1:last]))
+            module = compile(above + "".join(lines[first - 1:last]), code.co_filename, "exec",
+                             ast.PyCF_ONLY_AST | _future_flags(original), dont_inherit=True)
             break
         except SyntaxError as error:
             if last >= len(lines):
@@ -710,7 +732,7 @@ def _check_source_is_running_code(definition, original):
     module.body.append(definition)
     code = original.__code__
     compiled = next(const for const in compile(module, code.co_filename, "exec",
-                                               dont_inherit=True).co_consts
+                                               _future_flags(original), dont_inherit=True).co_consts
                     if isinstance(const, types.CodeType))
     qualified = getattr(original, "__qualname__", original.__name__)  # Python 2: no __qualname__
     if not _same_code(compiled, code, qualified[:-len(original.__name__)]):
@@ -751,5 +773,6 @@ def factory_code(original, rule_names):
     names = [_HELPER_PREFIX + helper.__name__ for helper in helpers]
     module = ast.parse("def _factory({}):\n    return {}\n".format(", ".join(names), definition.name))
     module.body[0].body.insert(0, definition)
-    code = compile(module, original.__code__.co_filename, "exec", dont_inherit=True)
+    code = compile(module, original.__code__.co_filename, "exec", _future_flags(original),
+                   dont_inherit=True)
     return code, [helper.__name__ for helper in helpers]

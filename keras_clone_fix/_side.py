@@ -25,7 +25,7 @@ import time
 
 from keras_clone_fix import _check, _given_inputs
 from keras_clone_fix._affected import (
-    api_version, imported_version, is_affected_running, parse_version)
+    api_version, imported_version, is_affected_running, package_of, parse_version)
 from keras_clone_fix._model_file import KERAS, BadInput
 from keras_clone_fix._report import PATCHED, UNPATCHED
 
@@ -66,7 +66,7 @@ def facts(family, keras):
     else:
         affected, reason = is_affected_running("tensorflow", tensorflow.__version__,
                                                imported_version)
-        package = keras.__name__.split(".")[0]
+        package = package_of(keras)
         if package == "tf_keras":
             found["tf_keras"] = keras.__version__
             reason += "; checked with the tf_keras package {} (tf.keras of TensorFlow 2.16 " \

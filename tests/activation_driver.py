@@ -92,10 +92,10 @@ def keras_behaviour(keras):
 
 def calls_in_order(keras):
     """"ok" where a model's from_config makes a layer's calls in their order
-    (check_models.calls_in_a_cycle's nested model: every affected release
+    (_builtin_model.calls_in_a_cycle's nested model: every affected release
     but keras 2.2.5 - 2.3.1 makes them out of order), else "out of order".
     Built, not run."""
-    from check_models import calls_in_a_cycle
+    from keras_clone_fix._builtin_model import calls_in_a_cycle
     from keras_clone_fix._check import as_list, inbound_nodes
     if hasattr(keras.backend, "clear_session"):
         keras.backend.clear_session()

@@ -133,20 +133,6 @@ def plain(keras):
     return keras.models.Model(x, keras.layers.Dense(2)(keras.layers.Dense(3)(x)))
 
 
-def calls_in_a_cycle(keras):
-    """Inside a nested model, two layers each called on the other's output:
-    s(x), d(s(x)), s(d(s(x))), s(s(x)), d(s(d(s(x)))). The config lists s
-    before d, so its third call is ready before its second."""
-    L = keras.layers
-    x = L.Input(shape=(3,))
-    s, d = L.Dense(3, name="s"), L.Dense(3, name="d")
-    first = s(x)
-    again = s(d(first))
-    inner = keras.models.Model(x, L.add([s(first), d(again)]), name="cycle")
-    y = L.Input(shape=(3,))
-    return keras.models.Model(y, L.Dense(1)(inner(y)))
-
-
 def conv_batch_norm(keras):
     """Conv2D -> BatchNormalization: keras 2.2.4's multi_gpu_model cannot
     relocate it on TensorFlow 1.15 (tensorflow#30728), fix or no fix."""

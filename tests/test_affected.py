@@ -80,7 +80,7 @@ def test_keras_targets_for(version, patched):
 
 @pytest.mark.parametrize("version, affected", [
     ("1.3.0", False), ("1.4.0", True), ("1.5.1", True), ("1.10.1", True), ("1.14.0", True),
-    ("1.15.0", False), ("1.15.5", False), ("2.0.4", True), ("2.1.4", True), ("2.2.3", True),
+    ("1.15.0", True), ("1.15.5", True), ("2.0.4", True), ("2.1.4", True), ("2.2.3", True),
     ("2.5.3", True), ("2.6.5", False), ("2.7.4", False), ("2.21.0", False),
 ])
 def test_tensorflow_releases(version, affected):
@@ -107,7 +107,11 @@ IMPL = "tensorflow.python.keras._impl.keras."
     ("1.10.1", [CLONE, NETWORK, FROM_CONFIG]), ("1.11.0", [CLONE, NETWORK, FROM_CONFIG, MASKS]),
     ("1.12.3", [CLONE, NETWORK, FROM_CONFIG, MASKS]),
     ("1.13.2", [CLONE, NETWORK, FROM_CONFIG, MASKS]),
-    ("1.14.0", [CLONE, NETWORK, FROM_CONFIG]), ("1.15.5", []), ("2.1.4", [CLONE]),
+    ("1.14.0", [CLONE, NETWORK, FROM_CONFIG]),
+    ("1.15.0", ["tensorflow.python.keras.models._make_new_nodes", CLONE, FROM_CONFIG]),
+    ("1.15.5", ["tensorflow.python.keras.models._make_new_nodes", CLONE, FROM_CONFIG]),
+    ("2.0.0", [CLONE, "tensorflow.python.keras.engine.network.reconstruct_from_config"]),
+    ("2.1.4", [CLONE, "tensorflow.python.keras.engine.network.reconstruct_from_config"]),
     ("2.2.3", [CLONE, "tensorflow.python.keras.engine.network.reconstruct_from_config"]),
     ("2.3.4", [CLONE, "tensorflow.python.keras.engine.functional.reconstruct_from_config"]),
     ("2.5.3", [CLONE, "tensorflow.python.keras.engine.functional.reconstruct_from_config"]),
@@ -168,14 +172,25 @@ def test_every_target_meets_risks_that_endanger_checks_of_its_routine():
     ("tensorflow", "1.12.3", "surplus masks", False, set()),
     ("keras", "2.4.0", "masked call", True, set()),
     ("tensorflow", "1.15.0", "shared model", True, set()),
+    # 1.15: the clone routine's calls (_make_new_nodes), not a nested model's
+    ("tensorflow", "1.15.0", "tensor arguments", True, {"clone", "clone_of_clone", "multi_gpu",
+                                                        "original_unchanged"}),
+    ("tensorflow", "1.15.0", "calls out of order", False, {"load"}),
+    # TensorFlow 2.0 - 2.1: every clone is made from the model's config
+    ("tensorflow", "2.1.4", "calls out of order", False, {"load", "clone", "clone_of_clone",
+                                                          "multi_gpu"}),
+    ("tensorflow", "2.1.4", "shared model", True, set()),
     # from_config loads a model, and makes each model nested in another that is cloned
     ("keras", "2.2.4", "calls out of order", False, {"load"}),
     ("tensorflow", "1.14.0", "calls out of order", True, {"load", "clone", "clone_of_clone",
                                                           "multi_gpu"}),
     ("keras", "2.2.5", "calls out of order", True, set()),
     # from tf.keras 2.2 the clone routine makes the clone with the routine from_config runs
-    ("tensorflow", "2.3.4", "calls out of order", False, {"load", "clone", "clone_of_clone"}),
-    ("keras", "2.6.0", "calls out of order", False, {"load", "clone", "clone_of_clone"}),
+    # From tf.keras 2.0 every clone (multi_gpu_model's cpu_relocation too) runs it.
+    ("tensorflow", "2.3.4", "calls out of order", False,
+     {"load", "clone", "clone_of_clone", "multi_gpu"}),
+    ("keras", "2.6.0", "calls out of order", False,
+     {"load", "clone", "clone_of_clone", "multi_gpu"}),
     ("keras", "2.7.0", "calls out of order", False, set()),
 ])
 def test_endangered_checks(family, version, risk, nested, checks):

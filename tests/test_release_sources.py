@@ -7,7 +7,7 @@ Keras-<version>-*.whl and/or tensorflow-<version>-*.whl, e.g.
     for v in 2.0.7 2.0.8 ... 2.3.1; do pip download --no-deps keras==$v -d wheels; done
 
 (`nox -s release-sources` does that for the 18 Keras releases 2.0.7 - 2.3.1,
-`nox -s tf-release-sources` for TensorFlow 1.4 - 1.14, `nox -s tf2-release-sources`
+`nox -s tf-release-sources` for TensorFlow 1.4 - 1.15, `nox -s tf2-release-sources`
 for TensorFlow 2.0 - 2.5, keras-nightly 2.5.0 and keras 2.6.0.)
 """
 

@@ -428,6 +428,34 @@ def test_refuses_source_changed_on_disk_after_import(tmp_path, monkeypatch, chan
         del sys.modules["changed_after_import"]
 
 
+FUTURE_MODULE = '''from __future__ import absolute_import, division
+
+
+def step(node, layer):
+    import json
+    kwargs = node.arguments
+    kwargs['mask'] = json.dumps(1 / 2)
+    return kwargs
+'''
+
+
+def test_compiles_as_the_module_did_with_its_future_imports(tmp_path, monkeypatch):
+    """TensorFlow's modules import absolute_import and division from
+    __future__: on Python 2 an import and a `/` compile to other
+    instructions with them, and the source matches the running code only
+    compiled so (tf.keras 1.15 on Python 2.7: 'does not match the running
+    code' without it); the twin divides as the original."""
+    write(str(tmp_path / "with_future_imports.py"), FUTURE_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import with_future_imports
+    try:
+        fixed = build_fixed(with_future_imports.step, ["CopyNodeArguments"])
+        node = Node({})
+        assert fixed(node, None) == {"mask": "0.5"} and node.arguments == {}
+    finally:
+        del sys.modules["with_future_imports"]
+
+
 class FromConfig(object):
     """A layer whose config leaves out `mask` and `trainable`, as Keras's
     Lambda and Network do before tf.keras 1.14."""

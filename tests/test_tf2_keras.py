@@ -18,7 +18,8 @@ import os
 import pytest
 
 import keras_clone_fix
-from conftest import expect_upstream_failure, installed, run_python, run_pytest, version_of
+from conftest import (
+    expect_upstream_failure, installed, run_pytest, run_python, run_python_once, version_of)
 from keras_clone_fix import _activation, _check
 from keras_clone_fix._affected import target_name, targets_for
 
@@ -53,20 +54,15 @@ if not FAMILIES:
 
 import numpy  # noqa: E402 (only where keras is, after the skip)
 
-from check_models import calls_in_a_cycle  # noqa: E402
+from keras_clone_fix._builtin_model import calls_in_a_cycle  # noqa: E402
 
-# Which releases each case fails on unpatched, measured on TensorFlow 2.2.3,
-# 2.3.4 (tf.keras and keras 2.4.3), 2.4.4, 2.5.3, 2.6.5 (keras 2.6.0) and
-# right on 2.7.4 (keras 2.7.0) and tf_keras 2.21; a bound between those is
-# where the code changed. (TensorFlow 2.0 and 2.1 make a layer's calls out
-# of order too: issue 44's other half, not tested here.)
+# Which releases each case fails on unpatched, measured on TensorFlow 2.0.4,
+# 2.1.4, 2.2.3, 2.3.4 (tf.keras and keras 2.4.3), 2.4.4, 2.5.3, 2.6.5 (keras
+# 2.6.0) and right on 2.7.4 (keras 2.7.0) and tf_keras 2.21; a bound between
+# those is where the code changed.
 BROKEN = {
-    "calls out of order": lambda release: (2, 2) <= release < (2, 7),
+    "calls out of order": lambda release: (2, 0) <= release < (2, 7),
     "clone on given inputs": lambda release: (2, 0) <= release < (2, 7),
-}
-TESTED = {
-    "calls out of order": lambda release: release >= (2, 2),
-    "clone on given inputs": lambda release: True,
 }
 BATCH = 4
 
@@ -96,8 +92,6 @@ def family(request):
 
 def expect(request, family, case, raises=AssertionError):
     keras, release, mode = family
-    if release is not None and not TESTED[case](release):
-        pytest.skip("{} on {}: not tested here".format(case, _check.release_name(keras)))
     expect_upstream_failure(request, mode, release is not None and BROKEN[case](release),
                             "{} on {}".format(case, _check.release_name(keras)), raises)
 
@@ -184,8 +178,7 @@ def test_every_case_holds_in_graph_mode(tmp_path):
 
 # --- check on this release's own files ---------------------------------------
 
-CHECKED = [family for family in FAMILIES
-           if family[2] is not None and TESTED["calls out of order"](family[2])]
+CHECKED = [family for family in FAMILIES if family[2] is not None]
 
 
 @pytest.mark.parametrize("name, keras, release", CHECKED, ids=[name for name, _, _ in CHECKED])
@@ -247,7 +240,7 @@ import numpy
 import tensorflow
 
 import keras_clone_fix
-from check_models import calls_in_a_cycle
+from keras_clone_fix._builtin_model import calls_in_a_cycle
 
 
 def cycle_loads_right():
@@ -280,3 +273,20 @@ def test_pytest_fixture_patches_only_inside_its_test(tmp_path):
     finished = run_pytest(tmp_path, USES_THE_FIXTURE,
                           env={"KERAS_CLONE_FIX": "0", "PYTEST_ADDOPTS": None})
     assert "3 passed" in finished.stdout, finished.stdout + finished.stderr
+
+
+@pytest.mark.skipif(not PATCHED_HERE, reason="nothing patched here")
+@pytest.mark.parametrize("fix", ["on", "off"])
+def test_self_check_shows_the_release_wrong_and_the_fix_right(fix):
+    """The self-check's built-in model here (_builtin_model: the calls in a
+    cycle, nested): every check ok with the fix, exit 0; without it a check
+    wrong, exit 1."""
+    finished = run_python_once(["-m", "keras_clone_fix", "--json"],
+                               env={"KERAS_CLONE_FIX": "0"} if fix == "off" else None)
+    report = json.loads(finished.stdout)
+    if fix == "on":
+        assert finished.returncode == 0 and report["result"] == "ok", finished.stdout
+        return
+    results = [check["unpatched"]["result"] for made in report["models"]
+               for check in made["checks"].values() if "unpatched" in check]
+    assert finished.returncode == 1 and "wrong" in results, finished.stdout
