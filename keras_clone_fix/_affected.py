@@ -68,6 +68,10 @@ SURPLUS_MASKS = "surplus masks"  # compute_mask gives more masks than the layer 
 # a tensor keyword argument made at or after its call's depth
 ARGUMENT_MADE_LATER = "argument made later"
 CALLS_OUT_OF_ORDER = "calls out of order"  # a model's from_config makes a layer's calls reordered
+# a layer in a Sequential model, fed a mask, whose own compute_mask its flag denies (Bidirectional)
+MASK_FLAG_DENIED = "mask flag denied"
+INPUT_RETURNED = "input returned"  # a layer returning its masked input tensor unchanged
+UNTAKEN_INPUT = "untaken input"  # a model input no layer takes as input (a mask= tensor)
 # GivenInputLayersKept answers how a clone is made (on given input_tensors),
 # nothing a model has.
 RULE_RISKS = {
@@ -85,6 +89,9 @@ RULE_RISKS = {
     "TrainableKept": (FROZEN_NESTED,),
     "GivenInputLayersKept": (),
     "LayerCallsKeptInOrder": (CALLS_OUT_OF_ORDER,),
+    "OwnComputeMaskCounted": (MASK_FLAG_DENIED,),
+    "MaskSetOnCopiedOutputs": (INPUT_RETURNED,),
+    "ExplicitMaskRecorded": (UNTAKEN_INPUT,),
 }
 # The checks (_check.CHECKS) that a routine's mistakes endanger: the clone
 # routine clones (multi_gpu_model clones too); the routine that calls a model
@@ -100,6 +107,14 @@ ROUTINE_CHECKS = {
     "set_mask_metadata": ("load", "clone", "clone_of_clone", "nested", "called_twice",
                           "multi_gpu"),
     "from_config": ("load",),
+    # A Sequential computed by its own loop: nested, and where it has no
+    # input shape (the model itself: what `load` compares).
+    "call_and_compute_mask": ("load", "nested", "called_twice", "multi_gpu"),
+    # Layer.__call__ builds the model (and its clone): what `load` compares, and
+    # what the routine that calls a model on new tensors, right, is compared with.
+    "call": ("load", "nested", "called_twice", "multi_gpu"),
+    "set_connectivity_metadata": ("clone", "clone_of_clone", "nested", "called_twice",
+                                  "multi_gpu"),
 }
 NESTED_MODEL_CHECKS = ("load", "clone", "clone_of_clone", "multi_gpu")
 
@@ -123,8 +138,8 @@ class Target(object):
 
     def routine(self):
         """The routine, a key of ROUTINE_CHECKS: the attribute without its
-        class and leading underscore."""
-        return self.attribute.rpartition(".")[2].lstrip("_")
+        class and underscores ("call" for __call__)."""
+        return self.attribute.rpartition(".")[2].strip("_")
 
 
 # What is patched: each target (a function, or Class.method, of a module of
@@ -261,6 +276,20 @@ TARGETS = (
            (1, 11, 0), (1, 14, 0), ("MaskAlreadyComputedKept",),
            "Layer.__call__'s mask bookkeeping: a model called on new tensors has its output "
            "masks, which its own run computed, overwritten with None"),
+    Target("tensorflow", "tensorflow.python.keras.engine.sequential",
+           "Sequential._call_and_compute_mask", (1, 11, 0), (1, 14, 0), ("OwnComputeMaskCounted",),
+           "a Sequential model computed layer by layer (nested, asked for its mask, built "
+           "without an input shape) drops the mask of a Bidirectional, whose supports_masking "
+           "Layer.__init__ resets; 1.14 computes it with Layer.__call__"),
+    Target("tensorflow", "tensorflow.python.keras.engine.base_layer", "Layer.__call__",
+           (1, 10, 0), (1, 14, 0), ("MaskSetOnCopiedOutputs",),
+           "a layer call sets the output masks before it copies an output that is an input "
+           "(Activation('linear'), GaussianNoise with training=False): the copy has no mask; "
+           "1.14 sets them after"),
+    Target("tensorflow", "tensorflow.python.keras.engine.base_layer",
+           "Layer._set_connectivity_metadata_", (1, 10, 0), (1, 15, 0), ("ExplicitMaskRecorded",),
+           "a layer call records its arguments without the mask the caller gave (mask=m): the "
+           "clone and the model called on new tensors compute with the propagated one"),
 )
 
 DIGITS = "0123456789"

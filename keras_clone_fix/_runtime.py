@@ -69,6 +69,37 @@ def keras_masks(outputs):
     return getattr(outputs, "_keras_mask", None)
 
 
+def computes_masks(layer):
+    """Whether a layer computes its output masks: its `supports_masking`
+    says so, or its class has a compute_mask of its own (as tf_keras
+    decides). tf.keras's Bidirectional of TensorFlow 1.11 - 1.13 sets the
+    flag before `Layer.__init__` resets it to False, and its compute_mask
+    is what `Layer.__call__` uses."""
+    if layer.supports_masking:
+        return True
+    owner = next(cls for cls in type(layer).__mro__ if "compute_mask" in vars(cls))
+    return owner.__name__ != "Layer"
+
+
+def _flat(value):
+    """A nest of lists and tuples, flat."""
+    if isinstance(value, (list, tuple)):
+        return [item for part in value for item in _flat(part)]
+    return [value]
+
+
+def propagated_mask_popped(kwargs, inputs):
+    """Pops `kwargs['mask']` where it is the masks the inputs carry, which
+    `Layer.__call__` put there itself (tf.keras): a mask the caller gave
+    (`LSTM(2)(x, mask=m)`, `mask=None` on a masked tensor) stays, to be
+    recorded among the call's arguments."""
+    if "mask" not in kwargs:
+        return
+    given, carried = _flat(kwargs["mask"]), _flat(keras_masks(_flat(inputs)))
+    if len(given) == len(carried) and all(g is c for g, c in zip(given, carried)):
+        del kwargs["mask"]
+
+
 def without_propagated_mask(arguments, node):
     """`arguments` without a `mask` that is exactly the masks the node's
     input tensors carried: the one `Layer.__call__` propagated and recorded
@@ -278,4 +309,4 @@ HELPERS = dict((helper.__name__, helper) for helper in (
     one_mask_per_output, recorded_output_masks, without_propagated_mask, tensors_mapped,
     arguments_not_in_inputs, mask_through_input_layer, keras_masks, lambda_mask_kept,
     trainable_kept, given_input_layers_mapped, layer_calls_in_order,
-    nodes_by_depth_in_call_order))
+    nodes_by_depth_in_call_order, computes_masks, propagated_mask_popped))
