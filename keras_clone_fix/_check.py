@@ -29,7 +29,8 @@ from keras_clone_fix._affected import (
     MASK_FLAG_DENIED, MASKED_CALL, MULTI_OUTPUT_MASK, NESTED_MASKED, NESTED_OUTPUT_MASKS,
     SHARED_MODEL, STATE_INPUTS, SURPLUS_MASKS, TENSOR_ARGUMENTS, UNTAKEN_INPUT, api_version,
     endangered_checks, keras_version, targets_for)
-from keras_clone_fix._runtime import arguments_made_later, computes_masks, is_lambda
+from keras_clone_fix._runtime import (
+    arguments_made_later, computes_masks, is_lambda, tensors_in)
 
 OK, WRONG, ERROR, UNAVAILABLE = "ok", "wrong", "error", "unavailable"
 FAILED = (WRONG, ERROR)
@@ -316,8 +317,12 @@ def model_risks(keras, model):
     for prefix, each in models:
         # Keras 2.0.x names it nodes_by_depth.
         by_depth = getattr(each, "_nodes_by_depth", None) or getattr(each, "nodes_by_depth", {})
+        # What a call takes as arguments, but a mask: the release records none.
+        arguments = [id(tensor) for layer in each.layers for node in inbound_nodes(layer)
+                     for name, value in call_arguments(node).items() if name != "mask"
+                     for tensor in tensors_in(value)]
         for tensor in as_list(getattr(each, "inputs", None)):
-            if not any(True for _ in calls_on(each, tensor)):
+            if id(tensor) not in arguments and not any(True for _ in calls_on(each, tensor)):
                 found.append((prefix + tensor._keras_history[0].name, UNTAKEN_INPUT,
                               "a model input that no layer takes as input (a mask= "
                               "argument, which the call's recorded arguments leave out)",

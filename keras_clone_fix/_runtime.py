@@ -141,12 +141,12 @@ def tensors_mapped(arguments, tensor_map, key):
     return mapped(arguments)
 
 
-def _tensors_in(value):
+def tensors_in(value):
     """The Keras tensors in a call argument, at any depth."""
     if isinstance(value, (list, tuple)):
-        return [tensor for item in value for tensor in _tensors_in(item)]
+        return [tensor for item in value for tensor in tensors_in(item)]
     if isinstance(value, dict):
-        return [tensor for item in value.values() for tensor in _tensors_in(item)]
+        return [tensor for item in value.values() for tensor in tensors_in(item)]
     return [value] if _is_keras_tensor(value) else []
 
 
@@ -154,11 +154,11 @@ def arguments_not_in_inputs(kwargs, node):
     """`kwargs` without the arguments whose tensors, as `node` recorded
     them, are all among the node's input tensors: those reach the layer as
     inputs already."""
-    inputs = [id(tensor) for tensor in _tensors_in(node.input_tensors)]  # tf.keras 1.14: nested
+    inputs = [id(tensor) for tensor in tensors_in(node.input_tensors)]  # tf.keras 1.14: nested
     recorded = node.arguments or {}
     kept = {}
     for name, value in kwargs.items():
-        tensors = _tensors_in(recorded.get(name))
+        tensors = tensors_in(recorded.get(name))
         if not (tensors and all(id(tensor) in inputs for tensor in tensors)):
             kept[name] = value
     return kept
@@ -245,7 +245,7 @@ def _producers(node, tensors, depths):
     """The nodes among `depths` (the model's) that made these tensors of a
     call `node`, but the node itself (an input layer's node takes the tensor
     it makes)."""
-    producers = (_producer(tensor) for tensor in _tensors_in(tensors))
+    producers = (_producer(tensor) for tensor in tensors_in(tensors))
     return [producer for producer in producers if producer is not node and producer in depths]
 
 
