@@ -77,8 +77,8 @@ def computes_masks(layer):
     is what `Layer.__call__` uses."""
     if layer.supports_masking:
         return True
-    owner = next(cls for cls in type(layer).__mro__ if "compute_mask" in vars(cls))
-    return owner.__name__ != "Layer"
+    owner = next((cls for cls in type(layer).__mro__ if "compute_mask" in vars(cls)), None)
+    return owner is not None and owner.__name__ != "Layer"
 
 
 def _flat(value):
