@@ -63,7 +63,10 @@ RELEASES = {
          "(to 1.10); masks pinned in clones (to 1.10); the original's tensors in call "
          "arguments; keyword tensors made after their call; initial_state or constants "
          "passed twice; masked tensors refused by a model (to 1.12); a called model's "
-         "output masks lost (1.11 - 1.13); a Lambda's mask lost in clones (to 1.13); "
+         "output masks lost (1.11 - 1.13); masks dropped inside a nested Sequential (1.11 - "
+         "1.13); masks lost by layers that return their input (1.10 - 1.13); an explicit "
+         "mask= replaced by the propagated one (from 1.10); a Lambda's mask lost in clones "
+         "(to 1.13); "
          "frozen nested models unfrozen in clones (to 1.13); clones on input_tensors "
          "that do not reload; layer calls reordered by from_config"),
         ((1, 15, 0), (2, 0, 0), True,
@@ -99,6 +102,10 @@ SURPLUS_MASKS = "surplus masks"  # compute_mask gives more masks than the layer 
 # a tensor keyword argument made at or after its call's depth
 ARGUMENT_MADE_LATER = "argument made later"
 CALLS_OUT_OF_ORDER = "calls out of order"  # a model's from_config makes a layer's calls reordered
+# a layer in a Sequential model, fed a mask, whose own compute_mask its flag denies (Bidirectional)
+MASK_FLAG_DENIED = "mask flag denied"
+INPUT_RETURNED = "input returned"  # a layer returning its masked input tensor unchanged
+UNTAKEN_INPUT = "untaken input"  # a model input no layer takes as input (a mask= tensor)
 # GivenInputLayersKept and GivenInputLayersTaken answer how a clone is made
 # (on given input_tensors), nothing a model has.
 RULE_RISKS = {
@@ -117,6 +124,9 @@ RULE_RISKS = {
     "GivenInputLayersKept": (),
     "GivenInputLayersTaken": (),
     "LayerCallsKeptInOrder": (CALLS_OUT_OF_ORDER,),
+    "OwnComputeMaskCounted": (MASK_FLAG_DENIED,),
+    "MaskSetOnCopiedOutputs": (INPUT_RETURNED,),
+    "ExplicitMaskRecorded": (UNTAKEN_INPUT,),
 }
 # What each rule mends, in a user's words: every affected range's reason in
 # RELEASES, and its row of the README's table, names the rules its targets
@@ -137,6 +147,9 @@ RULE_WORDS = {
     "GivenInputLayersKept": "clones on input_tensors that do not reload",
     "GivenInputLayersTaken": "clones that ignore the given input_tensors",
     "LayerCallsKeptInOrder": "layer calls reordered by from_config",
+    "OwnComputeMaskCounted": "masks dropped inside a nested Sequential",
+    "MaskSetOnCopiedOutputs": "masks lost by layers that return their input",
+    "ExplicitMaskRecorded": "an explicit mask= replaced by the propagated one",
 }
 # The checks (_check.CHECKS) that a routine's mistakes endanger: the clone
 # routine clones (multi_gpu_model clones too); the routine that calls a model
@@ -158,6 +171,14 @@ ROUTINE_CHECKS = {
     # What from_config and, from tf.keras 2.0, every clone (multi_gpu_model's
     # cpu_relocation too) rebuild the model with.
     "reconstruct_from_config": ("load", "clone", "clone_of_clone", "multi_gpu"),
+    # A Sequential computed by its own loop: nested, and where it has no
+    # input shape (the model itself: what `load` compares).
+    "call_and_compute_mask": ("load", "nested", "called_twice", "multi_gpu"),
+    # Layer.__call__ builds the model (and its clone): what `load` compares, and
+    # what the routine that calls a model on new tensors, right, is compared with.
+    "call": ("load", "nested", "called_twice", "multi_gpu"),
+    "set_connectivity_metadata": ("clone", "clone_of_clone", "nested", "called_twice",
+                                  "multi_gpu"),
 }
 NESTED_MODEL_CHECKS = ("load", "clone", "clone_of_clone", "multi_gpu")
 
@@ -181,8 +202,8 @@ class Target(object):
 
     def routine(self):
         """The routine, a key of ROUTINE_CHECKS: the attribute without its
-        class and leading underscore."""
-        return self.attribute.rpartition(".")[2].lstrip("_")
+        class and underscores ("call" for __call__)."""
+        return self.attribute.rpartition(".")[2].strip("_")
 
 
 # What is patched: each target (a function, or Class.method, of a module of
@@ -355,6 +376,20 @@ TARGETS = (
            (1, 11, 0), (1, 14, 0), ("MaskAlreadyComputedKept",),
            "Layer.__call__'s mask bookkeeping: a model called on new tensors has its output "
            "masks, which its own run computed, overwritten with None"),
+    Target("tensorflow", "tensorflow.python.keras.engine.sequential",
+           "Sequential._call_and_compute_mask", (1, 11, 0), (1, 14, 0), ("OwnComputeMaskCounted",),
+           "a Sequential model computed layer by layer (nested, asked for its mask, built "
+           "without an input shape) drops the mask of a Bidirectional, whose supports_masking "
+           "Layer.__init__ resets; 1.14 computes it with Layer.__call__"),
+    Target("tensorflow", "tensorflow.python.keras.engine.base_layer", "Layer.__call__",
+           (1, 10, 0), (1, 14, 0), ("MaskSetOnCopiedOutputs",),
+           "a layer call sets the output masks before it copies an output that is an input "
+           "(Activation('linear'), GaussianNoise with training=False): the copy has no mask; "
+           "1.14 sets them after"),
+    Target("tensorflow", "tensorflow.python.keras.engine.base_layer",
+           "Layer._set_connectivity_metadata_", (1, 10, 0), (1, 15, 0), ("ExplicitMaskRecorded",),
+           "a layer call records its arguments without the mask the caller gave (mask=m): the "
+           "clone and the model called on new tensors compute with the propagated one"),
 )
 
 DIGITS = "0123456789"

@@ -25,11 +25,12 @@ import sys
 import traceback
 
 from keras_clone_fix._affected import (
-    ARGUMENT_MADE_LATER, CALLS_OUT_OF_ORDER, FROZEN_NESTED, LAMBDA_MASK, MASKED_CALL,
-    MULTI_OUTPUT_MASK, NESTED_MASKED, NESTED_OUTPUT_MASKS, SHARED_MODEL, STATE_INPUTS,
-    SURPLUS_MASKS, TENSOR_ARGUMENTS, api_version, deciding_release, endangered_checks,
-    imported_version, keras_version, package_of, targets_for)
-from keras_clone_fix._runtime import arguments_made_later, is_lambda
+    ARGUMENT_MADE_LATER, CALLS_OUT_OF_ORDER, FROZEN_NESTED, INPUT_RETURNED, LAMBDA_MASK,
+    MASK_FLAG_DENIED, MASKED_CALL, MULTI_OUTPUT_MASK, NESTED_MASKED, NESTED_OUTPUT_MASKS,
+    SHARED_MODEL, STATE_INPUTS, SURPLUS_MASKS, TENSOR_ARGUMENTS, UNTAKEN_INPUT, api_version,
+    deciding_release, endangered_checks, imported_version, keras_version, package_of, targets_for)
+from keras_clone_fix._runtime import (
+    arguments_made_later, computes_masks, is_lambda, tensors_in)
 
 OK, WRONG, ERROR, UNAVAILABLE = "ok", "wrong", "error", "unavailable"
 FAILED = (WRONG, ERROR)
@@ -221,12 +222,43 @@ def layers_called_out_of_order(config):
     return [name for name in queued if order[name] != sorted(order[name])]
 
 
+def is_sequential(layer):
+    return any(cls.__name__ == "Sequential" for cls in type(layer).__mro__)
+
+
+def returns_an_input(node):
+    """Whether a call's output is the copy `Layer.__call__` makes of an
+    input the layer returned unchanged (tf.keras: an Identity of it)."""
+    inputs = as_list(node.input_tensors)
+    for output in as_list(node.output_tensors):
+        try:
+            op = output.op
+            if op.type == "Identity" and any(op.inputs[0] is x for x in inputs):
+                return True
+        except Exception:  # Theano's and Keras 3's tensors have no such op
+            pass
+    return False
+
+
+def masks_denied(keras, sequential, prefix, fed):
+    """The risks of the layers of a Sequential model (`fed` masks, or
+    making them) whose own compute_mask their supports_masking denies: the
+    Sequential's own loop asks the flag."""
+    return [(prefix + layer.name, MASK_FLAG_DENIED, "a layer of a Sequential model whose "
+             "supports_masking is False but which computes masks (Bidirectional)", True)
+            for layer in sequential.layers
+            if not getattr(layer, "supports_masking", True) and computes_masks(layer) and (
+                fed or any(mask is not None for node in inbound_nodes(layer)
+                           for mask in node_masks(node, "input")))]
+
+
 def model_risks(keras, model):
     """[(layer path, risk (_affected's names), what in the layer meets it,
     whether it runs when a model nested in another is called)], in the
     model's layer order, whatever the release; then, for the model and each
-    nested model, the calls whose tensor arguments its depths make later,
-    and the layers whose calls its config makes out of order."""
+    nested model, its inputs that no layer takes, the calls whose tensor
+    arguments its depths make later, and the layers whose calls its config
+    makes out of order."""
     found = []
     for path, layer in all_layers(keras, model):
         nodes = inbound_nodes(layer)
@@ -263,6 +295,14 @@ def model_risks(keras, model):
         elif masked_inputs and "mask" in parameters(layer.call):
             found.append((path, MASKED_CALL, "called on a masked tensor (the mask goes into its "
                           "call arguments)", nested))
+        # Whether a mask reaches it cannot be told after the call: tf.keras 1.11 -
+        # 1.13 write None over the input's own mask there.
+        if not is_model(keras, layer) and computes_masks(layer) and any(
+                returns_an_input(node) for node in nodes):
+            found.append((path, INPUT_RETURNED, "returns its input tensor unchanged (a mask on "
+                          "it is lost)", nested))
+        if is_sequential(layer):
+            found += masks_denied(keras, layer, path + "/", masked_inputs)
         if getattr(layer, "mask", None) is not None and is_lambda(layer):
             found.append((path, LAMBDA_MASK, "a Lambda with a mask (its config has none)",
                           nested))
@@ -274,11 +314,24 @@ def model_risks(keras, model):
             # keras 2.2.5 and tf.keras make an RNN's initial_state and constants inputs
             found.append((path, STATE_INPUTS, "an RNN called with initial_state or constants",
                           nested))
+    if is_sequential(model):
+        found += [(path, risk, what, False)
+                  for path, risk, what, _ in masks_denied(keras, model, "", False)]
     models = [("", model)] + [(path + "/", layer) for path, layer in all_layers(keras, model)
                               if is_model(keras, layer)]
     for prefix, each in models:
         # Keras 2.0.x names it nodes_by_depth.
         by_depth = getattr(each, "_nodes_by_depth", None) or getattr(each, "nodes_by_depth", {})
+        # What a call takes as arguments, but a mask: the release records none.
+        arguments = [id(tensor) for layer in each.layers for node in inbound_nodes(layer)
+                     for name, value in call_arguments(node).items() if name != "mask"
+                     for tensor in tensors_in(value)]
+        for tensor in as_list(getattr(each, "inputs", None)):
+            if id(tensor) not in arguments and not any(True for _ in calls_on(each, tensor)):
+                found.append((prefix + tensor._keras_history[0].name, UNTAKEN_INPUT,
+                              "a model input that no layer takes as input (a mask= "
+                              "argument, which the call's recorded arguments leave out)",
+                              bool(prefix)))
         for node in arguments_made_later(by_depth):
             found.append((prefix + node.outbound_layer.name, ARGUMENT_MADE_LATER,
                           "called with a tensor argument that the model's depths make after "
@@ -369,9 +422,9 @@ def make_inputs(keras, model, batch, timesteps, seed, reverse=False):
     gets token ids in [1, input_dim) whatever dtype it declares (a float32
     `Input(shape=(None,))` is how Keras's word-level seq2seq example feeds
     its Embedding); other integer inputs token ids below every Embedding's
-    input_dim; float ones normal values. Time steps past each row's length
-    are 0 (token ids: padding for mask_zero) or the Masking layer's
-    mask_value (floats)."""
+    input_dim; boolean ones true; float ones normal values. Time steps past
+    each row's length are 0 (token ids: padding for mask_zero), false
+    (booleans: a mask) or the Masking layer's mask_value (floats)."""
     import numpy  # here, not at the top: the self-check runs where numpy is not installed
     random = numpy.random.RandomState(seed)
     vocabulary = min(embedding_sizes(keras, model) or [10])
@@ -386,6 +439,8 @@ def make_inputs(keras, model, batch, timesteps, seed, reverse=False):
             array = random.randint(1, max(limit or vocabulary, 2), size=shape).astype(
                 kind if "int" in kind or "float" in kind else "int32")
             padding = 0
+        elif kind == "bool":  # a mask: true for each row's real time steps
+            array, padding = numpy.ones(shape, dtype=bool), False
         else:
             array = random.normal(size=shape).astype(kind if "float" in kind else "float32")
             padding = mask_values[0] if mask_values else None

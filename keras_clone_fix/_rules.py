@@ -32,11 +32,10 @@ import types
 
 from keras_clone_fix import _cache
 from keras_clone_fix._runtime import (
-    UnsupportedFunction, arguments_not_in_inputs, given_input_layer, given_input_layers_mapped,
-    keras_masks,
-    lambda_mask_kept, mask_through_input_layer, one_mask_per_output, recorded_output_masks,
-    layer_calls_in_order, nodes_by_depth_in_call_order, tensors_mapped, trainable_kept,
-    without_propagated_mask)
+    UnsupportedFunction, arguments_not_in_inputs, computes_masks, given_input_layer,
+    given_input_layers_mapped, keras_masks, lambda_mask_kept, mask_through_input_layer,
+    one_mask_per_output, propagated_mask_popped, recorded_output_masks, layer_calls_in_order,
+    nodes_by_depth_in_call_order, tensors_mapped, trainable_kept, without_propagated_mask)
 
 _HELPER_PREFIX = "_keras_clone_fix_"
 # These rules' text as imported: a stored build is used only where the
@@ -309,6 +308,123 @@ class MaskAlreadyComputedKept(Rule):
                 body=_call(_helper(keras_masks), ast.Name(id="outputs", ctx=ast.Load())),
                 orelse=assign.value), assign.value)
             self.rewritten(node)
+        return node
+
+
+class OwnComputeMaskCounted(Rule):
+    """In `Sequential._call_and_compute_mask`, `if layer.supports_masking:`
+    -> `if computes_masks(layer):`: a layer with a compute_mask of its own
+    computes its mask whatever its flag says.
+
+    tf.keras's Bidirectional of TensorFlow 1.11 - 1.13 sets
+    `supports_masking = True` before `Layer.__init__` resets it to False.
+    `Layer.__call__` and `_run_internal_graph` call every layer's
+    compute_mask, but the loop a Sequential model is computed by when it is
+    called on new tensors (nested, by a model's own routine), asked for its
+    mask, or built without an input shape, asks the flag: the mask of a
+    Bidirectional inside a Sequential was lost there, and the layers after
+    the Sequential counted the padding, silently (the model itself, with
+    MaskAlreadyComputedKept, kept it: its nested copy predicted otherwise).
+    TensorFlow 1.14 computes a Sequential with `Layer.__call__`, and tf_keras
+    counts a layer with its own compute_mask as masking; a layer with
+    neither gets no mask, as before.
+    """
+
+    helpers = (computes_masks,)
+
+    def visit_If(self, node):
+        self.generic_visit(node)
+        if _is_attribute(node.test, "layer", "supports_masking"):
+            node.test = _located(_call(_helper(computes_masks),
+                                       ast.Name(id="layer", ctx=ast.Load())), node.test)
+            self.rewritten(node)
+        return node
+
+
+def _string(node):
+    """The value of a string literal (ast.Str before Python 3.8), else None."""
+    value = getattr(node, "value", getattr(node, "s", None))
+    return value if type(node).__name__ in ("Constant", "Str") and isinstance(value, str) else None
+
+
+def _calls_method(statement, method):
+    """Whether a statement is `self.<method>(...)`, or assigns its result."""
+    value = getattr(statement, "value", None)
+    return (isinstance(statement, (ast.Expr, ast.Assign)) and isinstance(value, ast.Call)
+            and _is_attribute(value.func, "self", method))
+
+
+class MaskSetOnCopiedOutputs(Rule):
+    """In `Layer.__call__`, `self._set_mask_metadata(inputs, outputs,
+    previous_mask)` moves to after `if ...: inputs, outputs =
+    self._set_connectivity_metadata_(...)`, under the test it was under
+    (`if build_graph:` on TensorFlow 1.9 - 1.12).
+
+    `_set_connectivity_metadata_` copies an output that is one of the
+    layer's inputs (`Activation('linear')`, `GaussianNoise` or
+    `GaussianDropout` called with `training=False`, a Lambda returning its
+    input) with `array_ops.identity`. tf.keras of TensorFlow 1.9 - 1.13 set
+    the masks first, on the input tensor itself (1.11 - 1.13 overwrote its
+    mask with None), so the copy that the model holds had none: the layers
+    after it counted the padding, while the model called on new tensors,
+    whose routine computes the masks itself, did not. TensorFlow 1.14 sets
+    the masks after the copy, and so does tf_keras: the copy carries the
+    layer's mask and the input keeps its own.
+    """
+
+    def visit_FunctionDef(self, node):
+        for parent in _nodes(node):
+            for field in _STATEMENT_LISTS:
+                statements = getattr(parent, field, None)
+                if isinstance(statements, list):
+                    self._moved(statements)
+        return node
+
+    def _moved(self, statements):
+        for index, statement in enumerate(statements[:-1]):
+            connectivity = statements[index + 1]
+            if not (isinstance(connectivity, ast.If) and any(
+                    _calls_method(line, "_set_connectivity_metadata_")
+                    for line in connectivity.body)):
+                continue
+            if _calls_method(statement, "_set_mask_metadata"):
+                statements[index:index + 2] = [connectivity, statement]
+                self.rewritten(statement)
+            elif isinstance(statement, ast.If) and len(statement.body) > 1 and _calls_method(
+                    statement.body[-1], "_set_mask_metadata") and not statement.orelse:
+                setting = statement.body.pop()
+                guarded = ast.If(test=_unlocated_copy(statement.test), body=[setting], orelse=[])
+                statements.insert(index + 2, _located(self.rewritten(guarded), setting))
+            return
+
+
+class ExplicitMaskRecorded(Rule):
+    """In `Layer._set_connectivity_metadata_`, `kwargs.pop('mask', None)` ->
+    `propagated_mask_popped(kwargs, inputs)`: the mask is left out of the
+    call's recorded arguments only where it is the one `Layer.__call__`
+    propagated from the inputs.
+
+    tf.keras of TensorFlow 1.9 - 1.14 drops every `mask` from the arguments
+    it records, the one the caller gave too (`LSTM(2)(Masking()(x),
+    mask=m)`, or `mask=None` on a masked tensor): the clone and the model
+    called on new tensors, which take a call's arguments from the node,
+    computed with the propagated mask instead, silently. tf_keras records
+    the call's mask. A recorded mask tensor is a tensor argument like any
+    other (MapTensorsInCallArguments gives the rebuilt call its
+    counterpart); the model's config still leaves arguments that are not
+    JSON out, as the release does.
+    """
+
+    helpers = (propagated_mask_popped,)
+
+    def visit_Expr(self, node):
+        call = node.value
+        if (isinstance(call, ast.Call) and _is_attribute(call.func, "kwargs", "pop")
+                and call.args and _string(call.args[0]) == "mask"):
+            node.value = _located(_call(_helper(propagated_mask_popped),
+                                        ast.Name(id="kwargs", ctx=ast.Load()),
+                                        ast.Name(id="inputs", ctx=ast.Load())), call)
+            return self.rewritten(node)
         return node
 
 
@@ -698,6 +814,25 @@ def _function_def(original):
     decorators = [_name(decorator) for decorator in getattr(definition, "decorator_list", [])]
     if not isinstance(definition, ast.FunctionDef) or decorators not in ([], ["classmethod"]):
         raise UnsupportedFunction("its source is not one def, undecorated or a classmethod")
+    return _mangled(definition, original)
+
+
+def _mangled(definition, original):
+    """A method's definition with its private names (`self.__class_`, a
+    typo of tf.keras 1.9 - 1.12's Layer.__call__) mangled as its class
+    compiled them (`self._Layer__class_`): compiled outside the class, its
+    names would be others. Python 2 keeps no __qualname__ to know the class
+    by; none of the methods patched there has private names."""
+    owner = getattr(original, "__qualname__", "").rpartition(".")[0].rpartition(".")[2]
+    prefix = "_" + owner.lstrip("_")
+    if not owner or owner == "<locals>" or prefix == "_":
+        return definition
+    for node in _nodes(definition):
+        for field in ("attr", "id"):
+            name = getattr(node, field, None)
+            if (isinstance(node, (ast.Attribute, ast.Name)) and isinstance(name, str)
+                    and name.startswith("__") and not name.endswith("__")):
+                setattr(node, field, prefix + name)
     return definition
 
 

@@ -69,6 +69,37 @@ def keras_masks(outputs):
     return getattr(outputs, "_keras_mask", None)
 
 
+def computes_masks(layer):
+    """Whether a layer computes its output masks: its `supports_masking`
+    says so, or its class has a compute_mask of its own (as tf_keras
+    decides). tf.keras's Bidirectional of TensorFlow 1.11 - 1.13 sets the
+    flag before `Layer.__init__` resets it to False, and its compute_mask
+    is what `Layer.__call__` uses."""
+    if layer.supports_masking:
+        return True
+    owner = next((cls for cls in type(layer).__mro__ if "compute_mask" in vars(cls)), None)
+    return owner is not None and owner.__name__ != "Layer"
+
+
+def _flat(value):
+    """A nest of lists and tuples, flat."""
+    if isinstance(value, (list, tuple)):
+        return [item for part in value for item in _flat(part)]
+    return [value]
+
+
+def propagated_mask_popped(kwargs, inputs):
+    """Pops `kwargs['mask']` where it is the masks the inputs carry, which
+    `Layer.__call__` put there itself (tf.keras): a mask the caller gave
+    (`LSTM(2)(x, mask=m)`, `mask=None` on a masked tensor) stays, to be
+    recorded among the call's arguments."""
+    if "mask" not in kwargs:
+        return
+    given, carried = _flat(kwargs["mask"]), _flat(keras_masks(_flat(inputs)))
+    if len(given) == len(carried) and all(g is c for g, c in zip(given, carried)):
+        del kwargs["mask"]
+
+
 def without_propagated_mask(arguments, node):
     """`arguments` without a `mask` that is exactly the masks the node's
     input tensors carried: the one `Layer.__call__` propagated and recorded
@@ -110,12 +141,12 @@ def tensors_mapped(arguments, tensor_map, key):
     return mapped(arguments)
 
 
-def _tensors_in(value):
+def tensors_in(value):
     """The Keras tensors in a call argument, at any depth."""
     if isinstance(value, (list, tuple)):
-        return [tensor for item in value for tensor in _tensors_in(item)]
+        return [tensor for item in value for tensor in tensors_in(item)]
     if isinstance(value, dict):
-        return [tensor for item in value.values() for tensor in _tensors_in(item)]
+        return [tensor for item in value.values() for tensor in tensors_in(item)]
     return [value] if _is_keras_tensor(value) else []
 
 
@@ -123,11 +154,11 @@ def arguments_not_in_inputs(kwargs, node):
     """`kwargs` without the arguments whose tensors, as `node` recorded
     them, are all among the node's input tensors: those reach the layer as
     inputs already."""
-    inputs = [id(tensor) for tensor in _tensors_in(node.input_tensors)]  # tf.keras 1.14: nested
+    inputs = [id(tensor) for tensor in tensors_in(node.input_tensors)]  # tf.keras 1.14: nested
     recorded = node.arguments or {}
     kept = {}
     for name, value in kwargs.items():
-        tensors = _tensors_in(recorded.get(name))
+        tensors = tensors_in(recorded.get(name))
         if not (tensors and all(id(tensor) in inputs for tensor in tensors)):
             kept[name] = value
     return kept
@@ -222,7 +253,7 @@ def _producers(node, tensors, depths):
     """The nodes among `depths` (the model's) that made these tensors of a
     call `node`, but the node itself (an input layer's node takes the tensor
     it makes)."""
-    producers = (_producer(tensor) for tensor in _tensors_in(tensors))
+    producers = (_producer(tensor) for tensor in tensors_in(tensors))
     return [producer for producer in producers if producer is not node and producer in depths]
 
 
@@ -286,4 +317,4 @@ HELPERS = dict((helper.__name__, helper) for helper in (
     one_mask_per_output, recorded_output_masks, without_propagated_mask, tensors_mapped,
     arguments_not_in_inputs, mask_through_input_layer, keras_masks, lambda_mask_kept,
     trainable_kept, given_input_layer, given_input_layers_mapped, layer_calls_in_order,
-    nodes_by_depth_in_call_order))
+    nodes_by_depth_in_call_order, computes_masks, propagated_mask_popped))

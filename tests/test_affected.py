@@ -91,6 +91,9 @@ NETWORK = "tensorflow.python.keras.engine.network.Network._run_internal_graph"
 CLONE = "tensorflow.python.keras.models._clone_functional_model"
 FROM_CONFIG = "tensorflow.python.keras.engine.network.Network.from_config"
 MASKS = "tensorflow.python.keras.engine.base_layer.Layer._set_mask_metadata"
+SEQUENTIAL = "tensorflow.python.keras.engine.sequential.Sequential._call_and_compute_mask"
+CALL = "tensorflow.python.keras.engine.base_layer.Layer.__call__"
+ARGUMENTS = "tensorflow.python.keras.engine.base_layer.Layer._set_connectivity_metadata_"
 IMPL = "tensorflow.python.keras._impl.keras."
 
 
@@ -104,10 +107,11 @@ IMPL = "tensorflow.python.keras._impl.keras."
     ("1.8.0", [IMPL + "models._clone_functional_model",
                IMPL + "engine.network.Network._run_internal_graph",
                IMPL + "engine.network.Network.from_config"]),
-    ("1.10.1", [CLONE, NETWORK, FROM_CONFIG]), ("1.11.0", [CLONE, NETWORK, FROM_CONFIG, MASKS]),
-    ("1.12.3", [CLONE, NETWORK, FROM_CONFIG, MASKS]),
-    ("1.13.2", [CLONE, NETWORK, FROM_CONFIG, MASKS]),
-    ("1.14.0", [CLONE, NETWORK, FROM_CONFIG]),
+    ("1.10.1", [CLONE, NETWORK, FROM_CONFIG, CALL, ARGUMENTS]),
+    ("1.11.0", [CLONE, NETWORK, FROM_CONFIG, MASKS, SEQUENTIAL, CALL, ARGUMENTS]),
+    ("1.12.3", [CLONE, NETWORK, FROM_CONFIG, MASKS, SEQUENTIAL, CALL, ARGUMENTS]),
+    ("1.13.2", [CLONE, NETWORK, FROM_CONFIG, MASKS, SEQUENTIAL, CALL, ARGUMENTS]),
+    ("1.14.0", [CLONE, NETWORK, FROM_CONFIG, ARGUMENTS]),
     ("1.15.0", ["tensorflow.python.keras.models._make_new_nodes", CLONE, FROM_CONFIG]),
     ("1.15.5", ["tensorflow.python.keras.models._make_new_nodes", CLONE, FROM_CONFIG]),
     ("2.0.0", [CLONE, "tensorflow.python.keras.engine.network.reconstruct_from_config"]),
@@ -192,6 +196,15 @@ def test_every_target_meets_risks_that_endanger_checks_of_its_routine():
     ("keras", "2.6.0", "calls out of order", False,
      {"load", "clone", "clone_of_clone", "multi_gpu"}),
     ("keras", "2.7.0", "calls out of order", False, set()),
+    # a Sequential's own loop: nested, and the model itself where it has no input shape
+    ("tensorflow", "1.13.2", "mask flag denied", False, {"load", "nested", "called_twice",
+                                                         "multi_gpu"}),
+    ("tensorflow", "1.14.0", "mask flag denied", True, set()),
+    # Layer.__call__ builds the model; the calling routine, right, disagrees with it
+    ("tensorflow", "1.10.1", "input returned", False, {"load", "nested", "called_twice",
+                                                       "multi_gpu"}),
+    ("tensorflow", "1.14.0", "untaken input", False, {"clone", "clone_of_clone", "nested",
+                                                      "called_twice", "multi_gpu"}),
 ])
 def test_endangered_checks(family, version, risk, nested, checks):
     assert endangered_checks(family, version, risk, nested) == checks

@@ -12,7 +12,10 @@ releases that have the bug (read in their sources, docs/releases.md):
 - a masked tensor passed into a model raises `TypeError: Layer input_1 does
   not support masking, but was passed an input_mask` (keras 2.0.0 - 2.2.2,
   tf.keras 1.4 - 1.12);
-- tf.keras 1.11 - 1.13 overwrite a called model's output masks with None.
+- tf.keras 1.11 - 1.13 overwrite a called model's output masks with None;
+- tf.keras 1.11 - 1.13 compute a Sequential model called on new tensors
+  layer by layer, and drop the mask of a Bidirectional there (its
+  supports_masking is False).
 """
 
 import importlib
@@ -44,6 +47,7 @@ def _families():
                 # Fix or no fix (measured on 2.1.6): Sequential before 2.2
                 # cannot compute a nested Sequential's mask (no _output_mask_cache)
                 "cannot nest a Sequential": version < (2, 2, 0),
+                "Sequential drops Bidirectional's mask": False,
                 "no return_state": version < (2, 0, 5)}))
     if installed("tensorflow"):
         tensorflow = importlib.import_module("tensorflow")
@@ -59,6 +63,7 @@ def _families():
                 "cannot build TimeDistributed(model)": version < (1, 6),
                 "mask recorded in arguments": False,
                 "output masks dropped": (1, 11) <= version < (1, 14),
+                "Sequential drops Bidirectional's mask": (1, 11) <= version < (1, 14),
                 "cannot nest a Sequential": False, "no return_state": False}))
     return found
 
@@ -200,6 +205,20 @@ def seq2seq_with_an_encoder_model(keras):
             [padded(7), padded(8)])
 
 
+def bidirectional_in_a_sequential_called_again(keras):
+    """A model holding Sequential([Bidirectional(RNN(sequences))]) on a
+    masked tensor, itself called on new tensors: its routine computes the
+    Sequential by the Sequential's own loop."""
+    L = keras.layers
+    embedding = L.Embedding(VOCABULARY, 3, mask_zero=True)
+    both, second = L.Bidirectional(L.SimpleRNN(2, return_sequences=True)), L.SimpleRNN(2)
+    inner = keras.models.Sequential([L.InputLayer(input_shape=(STEPS, 3)), both])
+    a, i, j = L.Input(shape=(STEPS,)), L.Input(shape=(STEPS,)), L.Input(shape=(STEPS,))
+    model = keras.models.Model(a, second(inner(embedding(a))))
+    return (keras.models.Model(i, model(i)),
+            keras.models.Model(j, second(both(embedding(j)))), [padded(9)])
+
+
 # structure -> the bugs that break it unpatched (any of them), and what
 # keeps a release from building it at all.
 STRUCTURES = [
@@ -211,6 +230,9 @@ STRUCTURES = [
      "cannot build TimeDistributed(model)"),
     (multi_output_nested_model, ("output masks dropped", "mask recorded in arguments"), None),
     (seq2seq_with_an_encoder_model, ("input refuses a mask",), "no return_state"),
+    (bidirectional_in_a_sequential_called_again,
+     ("input refuses a mask", "output masks dropped", "Sequential drops Bidirectional's mask"),
+     "cannot nest a Sequential"),
 ]
 
 

@@ -641,3 +641,121 @@ def test_nodes_by_depth_kept_where_no_argument_needs_them(depth_of_b):
     nodes_by_depth[depth_of_b].append(b)
     assert _runtime.nodes_by_depth_in_call_order(nodes_by_depth) is nodes_by_depth
     assert _runtime.arguments_made_later(nodes_by_depth) == []
+
+
+# tf.keras's mask bookkeeping of a layer call (issue 45).
+
+class Flagged(Layer):
+    """A layer whose supports_masking is False (Layer's compute_mask)."""
+    supports_masking = False
+
+    def call(self, inputs, mask=None):
+        return inputs
+
+
+class OwnComputeMask(Flagged):
+    """Bidirectional of tf.keras 1.11 - 1.13: supports_masking reset to
+    False, and a compute_mask of its own."""
+
+    def compute_mask(self, inputs, mask=None):
+        return self.mask
+
+
+class Sequential(object):
+    def __init__(self, layers):
+        self.layers = layers
+
+    def call_and_compute_mask_like_tf_keras_1_13(self, inputs, mask=None):
+        """Sequential._call_and_compute_mask's loop."""
+        x = inputs
+        for layer in self.layers:
+            x = layer.call(x)
+            if layer.supports_masking:
+                mask = layer.compute_mask(x, mask)
+            else:
+                mask = None
+        return x, mask
+
+
+def test_own_compute_mask_counted():
+    loop = Sequential.__dict__["call_and_compute_mask_like_tf_keras_1_13"]
+    fixed = build_fixed(loop, ["OwnComputeMaskCounted"])
+    own, flagged = Sequential([OwnComputeMask("both")]), Sequential([Flagged("never")])
+    assert loop(own, "x", "m") == ("x", None)
+    assert fixed(own, "x", "m") == ("x", "both")
+    assert fixed(flagged, "x", "m") == ("x", None)  # neither: no mask, as before
+
+
+class Calls(object):
+    """tf.keras's Layer.__call__ around its two bookkeeping methods: the
+    connectivity copies an output that is an input (here: adds a quote)."""
+
+    def __init__(self):
+        self.log = []
+
+    def _set_mask_metadata(self, inputs, outputs, previous_mask):
+        self.log.append(("masks on", outputs))
+
+    def _set_connectivity_metadata_(self, inputs, outputs, args, kwargs):
+        return inputs, outputs + "'"
+
+    def call_like_tf_keras_1_10(self, inputs, build_graph):
+        outputs = inputs
+        if build_graph:
+            self.log.append("regularization")
+            self._set_mask_metadata(inputs, outputs, None)
+        if build_graph and inputs:
+            inputs, outputs = self._set_connectivity_metadata_(inputs, outputs, (), {})
+        return outputs
+
+    def call_like_tf_keras_1_13(self, inputs):
+        outputs = inputs
+        self._set_mask_metadata(inputs, outputs, None)
+        if inputs:
+            inputs, outputs = self._set_connectivity_metadata_(inputs, outputs, (), {})
+        return outputs
+
+    def reads_a_private_name(self):
+        """tf.keras 1.9 - 1.12's Layer.__call__ reads `self.__class_`."""
+        self._set_mask_metadata(None, self.__class_, None)
+        if self:
+            self._set_connectivity_metadata_(None, "", (), {})
+
+
+@pytest.mark.parametrize("method, arguments", [
+    ("call_like_tf_keras_1_10", ("x", True)), ("call_like_tf_keras_1_13", ("x",))])
+def test_mask_set_on_copied_outputs(method, arguments):
+    fixed = build_fixed(Calls.__dict__[method], ["MaskSetOnCopiedOutputs"])
+    calls = Calls()
+    assert fixed(calls, *arguments) == "x'"
+    assert calls.log[-1] == ("masks on", "x'")
+    if method == "call_like_tf_keras_1_10":
+        assert calls.log == ["regularization", ("masks on", "x'")]
+        assert fixed(calls, "x", False) == "x" and len(calls.log) == 2
+
+
+@pytest.mark.skipif(sys.version_info < (3,), reason="Python 2 keeps no __qualname__")
+def test_private_names_mangled_as_the_class_compiled_them():
+    fixed = build_fixed(Calls.__dict__["reads_a_private_name"], ["MaskSetOnCopiedOutputs"])
+    calls = Calls()
+    calls._Calls__class_ = "mangled"
+    fixed(calls)
+    assert calls.log == [("masks on", "mangled")]
+
+
+def set_connectivity_metadata_like_tf_keras(self, inputs, outputs, args, kwargs):
+    kwargs.pop('mask', None)  # `mask` should not be serialized.
+    return kwargs
+
+
+def test_explicit_mask_recorded():
+    fixed = build_fixed(set_connectivity_metadata_like_tf_keras, ["ExplicitMaskRecorded"])
+    propagated, given = object(), object()
+    assert fixed(None, Masked(propagated), None, (), {"mask": propagated, "training": 0}) == {
+        "training": 0}
+    assert fixed(None, Masked(propagated), None, (), {"mask": given}) == {"mask": given}
+    assert fixed(None, Masked(propagated), None, (), {"mask": None}) == {"mask": None}
+    assert fixed(None, Masked(None), None, (), {"mask": None}) == {}
+    two = [Masked(propagated), Masked(None)]
+    assert fixed(None, two, None, (), {"mask": [propagated, None]}) == {}
+    assert fixed(None, two, None, (), {"mask": [given, None]}) == {"mask": [given, None]}
