@@ -83,23 +83,29 @@ RULE_RISKS = {
     "MaskAlreadyComputedKept": (NESTED_OUTPUT_MASKS,),
     "LambdaMaskKept": (LAMBDA_MASK,),
     "TrainableKept": (FROZEN_NESTED,),
+    "TrainableWrittenInConfig": (FROZEN_NESTED,),
+    "TrainableReadFromConfig": (FROZEN_NESTED,),
     "GivenInputLayersKept": (),
     "LayerCallsKeptInOrder": (CALLS_OUT_OF_ORDER,),
 }
 # The checks (_check.CHECKS) that a routine's mistakes endanger: the clone
-# routine clones (multi_gpu_model clones too); the routine that calls a model
+# routines clone (multi_gpu_model clones too; a Sequential model is cloned by
+# the Sequential one, whose risks are its layers', nested models' or not);
+# the routine that calls a model
 # on new tensors nests it, calls it twice and splits it for multi_gpu_model;
 # Layer.__call__'s mask bookkeeping runs for every call of a nested model,
 # whichever routine (or the loading) calls it; a model's from_config loads
-# it. Every routine but the clone runs for a model nested in another whenever
+# it, and get_config writes what it loads. Every routine but the clone runs for a model nested in another whenever
 # that one is loaded or cloned (multi_gpu_model's cpu_relocation clones).
-CLONE_ROUTINE = "clone_functional_model"
+CLONE_ROUTINES = ("clone_functional_model", "clone_sequential_model")
 ROUTINE_CHECKS = {
-    CLONE_ROUTINE: ("clone", "clone_of_clone", "multi_gpu", "original_unchanged"),
+    "clone_functional_model": ("clone", "clone_of_clone", "multi_gpu", "original_unchanged"),
+    "clone_sequential_model": ("clone", "clone_of_clone", "multi_gpu"),
     "run_internal_graph": ("nested", "called_twice", "multi_gpu", "original_unchanged"),
     "set_mask_metadata": ("load", "clone", "clone_of_clone", "nested", "called_twice",
                           "multi_gpu"),
     "from_config": ("load",),
+    "get_config": ("load",),
 }
 NESTED_MODEL_CHECKS = ("load", "clone", "clone_of_clone", "multi_gpu")
 
@@ -131,8 +137,9 @@ class Target(object):
 # the family) on the family's releases [first, past), with the rules of
 # _fix applied in this order. Every affected release aliases node.arguments.
 # Up to tf.keras 1.13 a layer's config has no Lambda mask and a model's none
-# of its trainable: what every clone routine up to there loses. Every clone
-# routine, to 1.14, leaves the input layers of given input_tensors unmapped.
+# of its trainable: what every clone routine up to there loses, the
+# Sequential one's too. Every functional clone routine, to 1.14, leaves the
+# input layers of given input_tensors unmapped.
 KEPT_IN_THE_CLONE = ("LambdaMaskKept", "TrainableKept", "GivenInputLayersKept")
 CLONE_RULES = ("CopyNodeArguments", "LayerCallPropagatesMasks", "RecordedOutputMasks",
                "MapTensorsInCallArguments", "ArgumentsMadeBeforeTheirCalls",
@@ -148,6 +155,10 @@ TARGETS = (
     Target("keras", "keras.models", "_clone_functional_model", (2, 0, 7), (2, 4, 0),
            CLONE_RULES,
            "clone_model of a functional model: outputs dropped, masks lost or pinned"),
+    Target("keras", "keras.models", "_clone_sequential_model", (2, 0, 7), (2, 4, 0),
+           ("LambdaMaskKept", "TrainableKept"),
+           "clone_model of a Sequential model: each layer made from its config, which has "
+           "no Lambda mask and no trainable of a model"),
     Target("keras", "keras.engine.topology", "Container.run_internal_graph", (2, 0, 0), (2, 0, 3),
            ("CopyNodeArguments", "PropagatedMaskNotPassedBack", "MapTensorsInCallArguments",
             "ArgumentsMadeBeforeTheirCalls", "InputLayerPassesMask"),
@@ -176,13 +187,26 @@ TARGETS = (
            KERAS_NETWORK_RULES,
            "calling a model on new tensors; from 2.2.3 InputLayer supports masking itself",
            more_risks=(SURPLUS_MASKS,)),
+    Target("keras", "keras.engine.topology", "Container.from_config", (2, 0, 0), (2, 0, 7),
+           ("TrainableReadFromConfig",),
+           "a model made from its config (loading, and every nested model of a clone): a frozen "
+           "model comes back trainable"),
     Target("keras", "keras.engine.topology", "Container.from_config", (2, 0, 7), (2, 2, 0),
-           ("LayerCallsKeptInOrder",),
+           ("LayerCallsKeptInOrder", "TrainableReadFromConfig"),
            "a model made from its config (loading, and every nested model of a clone): a layer's "
            "calls made out of order where one waits for another's (keras-team/keras#11159; "
-           "before 2.0.7 such a call raises instead)"),
+           "before 2.0.7 such a call raises instead), and a frozen model comes back trainable"),
     Target("keras", "keras.engine.network", "Network.from_config", (2, 2, 0), (2, 2, 5),
-           ("LayerCallsKeptInOrder",), "the same routine in Network; 2.2.5 keeps the order"),
+           ("LayerCallsKeptInOrder", "TrainableReadFromConfig"),
+           "the same routine in Network; 2.2.5 keeps the order"),
+    Target("keras", "keras.engine.network", "Network.from_config", (2, 2, 5), (2, 4, 0),
+           ("TrainableReadFromConfig",), "the same; a frozen model comes back trainable"),
+    Target("keras", "keras.engine.topology", "Container.get_config", (2, 0, 0), (2, 2, 0),
+           ("TrainableWrittenInConfig",),
+           "a model's config (what a file saves, what loading and a clone's nested models are "
+           "made from) has no trainable"),
+    Target("keras", "keras.engine.network", "Network.get_config", (2, 2, 0), (2, 4, 0),
+           ("TrainableWrittenInConfig",), "the same routine in Network"),
     # tf.keras: the same routines, moved from module to module by TensorFlow.
     Target("tensorflow", "tensorflow.python.keras._impl.keras.models", "_clone_functional_model",
            (1, 4, 0), (1, 9, 0), CLONE_RULES,
@@ -214,6 +238,14 @@ TARGETS = (
            "the clone routine of 1.14 (kwargs = node.arguments or {}) still passes a tensor "
            "keyword argument back as it was, and Bidirectional's initial_state twice; a clone "
            "on given input tensors cannot be loaded once saved"),
+    Target("tensorflow", "tensorflow.python.keras._impl.keras.models", "_clone_sequential_model",
+           (1, 4, 0), (1, 9, 0), ("LambdaMaskKept", "TrainableKept"),
+           "tf.keras's clone of a Sequential model: each layer made from its config, which "
+           "has no Lambda mask and no trainable of a model"),
+    Target("tensorflow", "tensorflow.python.keras.models", "_clone_sequential_model",
+           (1, 9, 0), (1, 14, 0), ("LambdaMaskKept", "TrainableKept"),
+           "the same, moved out of _impl in 1.9 (1.14 writes the mask into Lambda's config "
+           "and sets a model's trainable on its layers)"),
     Target("tensorflow", "tensorflow.python.layers.base", "Network._run_internal_graph",
            (1, 4, 0), (1, 5, 0), NETWORK_RULES_BEFORE_1_9,
            "calling a tf.keras model on new tensors: the first call's mask pinned in the "
@@ -249,14 +281,31 @@ TARGETS = (
            "the same, rewritten in 1.14 to call each layer on all its node's inputs: "
            "Bidirectional gets its initial_state twice"),
     Target("tensorflow", "tensorflow.python.keras._impl.keras.engine.topology",
-           "Network.from_config", (1, 4, 0), (1, 7, 0), ("LayerCallsKeptInOrder",),
+           "Network.from_config", (1, 4, 0), (1, 7, 0),
+           ("LayerCallsKeptInOrder", "TrainableReadFromConfig"),
            "a model made from its config (loading, and every nested model of a clone): a layer's "
-           "calls made out of order where one waits for another's (keras-team/keras#11159)"),
+           "calls made out of order where one waits for another's (keras-team/keras#11159), "
+           "and a frozen model comes back trainable"),
     Target("tensorflow", "tensorflow.python.keras._impl.keras.engine.network",
-           "Network.from_config", (1, 7, 0), (1, 9, 0), ("LayerCallsKeptInOrder",),
+           "Network.from_config", (1, 7, 0), (1, 9, 0),
+           ("LayerCallsKeptInOrder", "TrainableReadFromConfig"),
            "the same routine, moved to tf.keras's Network in 1.7"),
     Target("tensorflow", "tensorflow.python.keras.engine.network", "Network.from_config",
-           (1, 9, 0), (1, 15, 0), ("LayerCallsKeptInOrder",), "the same, out of _impl in 1.9"),
+           (1, 9, 0), (1, 14, 0), ("LayerCallsKeptInOrder", "TrainableReadFromConfig"),
+           "the same, out of _impl in 1.9"),
+    Target("tensorflow", "tensorflow.python.keras.engine.network", "Network.from_config",
+           (1, 14, 0), (1, 15, 0), ("LayerCallsKeptInOrder",),
+           "the same; 1.14's trainable setter sets a model's layers' flags, which their "
+           "configs carry"),
+    Target("tensorflow", "tensorflow.python.keras._impl.keras.engine.topology",
+           "Network.get_config", (1, 4, 0), (1, 7, 0), ("TrainableWrittenInConfig",),
+           "a model's config (what a file saves, what loading and a clone's nested models are "
+           "made from) has no trainable"),
+    Target("tensorflow", "tensorflow.python.keras._impl.keras.engine.network",
+           "Network.get_config", (1, 7, 0), (1, 9, 0), ("TrainableWrittenInConfig",),
+           "the same routine, moved to tf.keras's Network in 1.7"),
+    Target("tensorflow", "tensorflow.python.keras.engine.network", "Network.get_config",
+           (1, 9, 0), (1, 14, 0), ("TrainableWrittenInConfig",), "the same, out of _impl in 1.9"),
     Target("tensorflow", "tensorflow.python.keras.engine.base_layer", "Layer._set_mask_metadata",
            (1, 11, 0), (1, 14, 0), ("MaskAlreadyComputedKept",),
            "Layer.__call__'s mask bookkeeping: a model called on new tensors has its output "
@@ -340,6 +389,6 @@ def endangered_checks(family, version, risk, in_nested_model):
         if risk in target.risks:
             routine = target.routine()
             checks.update(ROUTINE_CHECKS[routine])
-            if in_nested_model and routine != CLONE_ROUTINE:
+            if in_nested_model and routine not in CLONE_ROUTINES:
                 checks.update(NESTED_MODEL_CHECKS)
     return checks

@@ -96,8 +96,8 @@ def assert_wrapped(originals):
 def test_patch_is_idempotent_and_wraps_every_target(restore_fix_state):
     keras_clone_fix.unpatch()
     originals = current_objects()
-    # clone_model from 2.0.7; from_config keeps a layer's calls in order from 2.2.5
-    expected = 1 + CLONE_AFFECTED + (CLONE_AFFECTED and KERAS < (2, 2, 5))
+    # run_internal_graph, from_config and get_config; both clone routines from 2.0.7
+    expected = 3 + 2 * CLONE_AFFECTED
     assert len(keras_names(originals)) == expected
     status = keras_clone_fix.patch()
     assert status.patched and status.targets == {name: True for name in originals}

@@ -24,6 +24,15 @@ what the model computes, judged by check's engine.
   also an output): both routines made the call first, with the original
   graph's `w` (`You must feed a value for placeholder tensor`, every
   affected release; ArgumentsMadeBeforeTheirCalls).
+- The same frozen model made from its config (`Model.from_config`,
+  `model_from_json`, `load_model`): TrainableWrittenInConfig writes
+  `"trainable": false` into a frozen model's config, which the releases
+  do not read, and TrainableReadFromConfig reads it back.
+- A Sequential model: clone_model clones it with the Sequential routine,
+  which makes each layer from its config too (LambdaMaskKept, TrainableKept).
+- A frozen model in a wrapper (`TimeDistributed(inner)`): keras 2.0.7 -
+  2.1.3 and tf.keras 1.4 - 1.6 keep its flag when wrapping, and the
+  wrapper's config made it trainable (TrainableKept).
 - A clone on given `input_tensors`: the clone routine called a copy of the
   model's input layer on the given `Input`, and a file saved from the clone
   did not load (`Graph disconnected`, keras-team/keras#11857;
@@ -50,6 +59,8 @@ import keras_clone_fix
 
 # Not a risk of a model (check cannot see it): how the clone is made.
 GIVEN_INPUTS = "clone on given input tensors"
+# A frozen model in a wrapper stays frozen where wrapping keeps its flag.
+FROZEN_WRAPPED = "frozen model in a wrapper"
 
 
 def _families():
@@ -65,7 +76,8 @@ def _families():
             found.append(("keras " + keras.__version__, keras,
                           {LAMBDA_MASK, FROZEN_NESTED, GIVEN_INPUTS, ARGUMENT_MADE_LATER} | (
                               {SURPLUS_MASKS} if version >= (2, 1, 6) else set()) | (
-                              {CALLS_OUT_OF_ORDER} if version < (2, 2, 5) else set()), True))
+                              {CALLS_OUT_OF_ORDER} if version < (2, 2, 5) else set()) | (
+                              {FROZEN_WRAPPED} if version < (2, 1, 4) else set()), True))
     if installed("tensorflow"):
         tensorflow = importlib.import_module("tensorflow")
         version = version_of(tensorflow)[:2]
@@ -74,7 +86,8 @@ def _families():
             # trainable on the layers inside: not patched for these, correct.
             found.append(("tf.keras " + tensorflow.__version__, tensorflow.keras,
                           {GIVEN_INPUTS, CALLS_OUT_OF_ORDER, ARGUMENT_MADE_LATER} | (
-                              {LAMBDA_MASK, FROZEN_NESTED} if version < (1, 14) else set()), True))
+                              {LAMBDA_MASK, FROZEN_NESTED} if version < (1, 14) else set()) | (
+                              {FROZEN_WRAPPED} if version < (1, 7) else set()), True))
     if installed("tf_keras"):
         tf_keras = importlib.import_module("tf_keras")
         found.append(("tf_keras " + tf_keras.__version__, tf_keras, set(), False))
@@ -187,6 +200,33 @@ def frozen_inside_a_nested_model(keras):
     return keras.models.Model(k, L.Dense(1)(outer(k)))
 
 
+def sequential_of_a_lambda_mask_and_a_frozen_model(keras):
+    """A Sequential model: Embedding(mask_zero) -> Lambda(fn, mask=pass it
+    on) -> LSTM -> a frozen model. clone_model clones it with its own
+    routine, which makes each layer from its config too."""
+    L = keras.layers
+    i = L.Input(shape=(2,))
+    frozen = keras.models.Model(i, L.Dense(2)(i), name="frozen")
+    frozen.trainable = False
+    return keras.models.Sequential([
+        L.Embedding(VOCABULARY, 3, mask_zero=True, input_length=STEPS),
+        L.Lambda(lambda x: x * 2.0, mask=lambda x, mask: mask, name="doubled"),
+        L.LSTM(2), frozen])
+
+
+def frozen_model_in_a_wrapper(keras):
+    """`inner.trainable = False; TimeDistributed(inner)`: keras 2.0.7 -
+    2.1.3 and tf.keras 1.4 - 1.6 keep the inner model's flag when wrapping
+    (later ones set it to the wrapper's), and the wrapper's config makes
+    the inner model from its own, which has none."""
+    L = keras.layers
+    i = L.Input(shape=(3,))
+    inner = keras.models.Model(i, L.Dense(4)(i), name="inner")
+    inner.trainable = False
+    j = L.Input(shape=(STEPS, 3))
+    return keras.models.Model(j, L.Dense(1)(L.TimeDistributed(inner, name="wrapper")(j)))
+
+
 def conditioned_on_two_masked_inputs(keras):
     """Two Embedding(mask_zero) -> one output from both (supports_masking,
     the default compute_mask) -> LSTM."""
@@ -253,6 +293,37 @@ def test_frozen_model_stays_frozen_in_the_clone(request, family, build, frozen):
         numpy.testing.assert_array_equal(after, was)
 
 
+@pytest.mark.parametrize("build, bug", [
+    (frozen_nested_model, FROZEN_NESTED), (frozen_inside_a_nested_model, FROZEN_NESTED),
+    (frozen_model_in_a_wrapper, FROZEN_WRAPPED)],
+    ids=["nested", "inside a nested model", "in a wrapper"])
+def test_frozen_model_stays_frozen_from_its_config_and_file(request, family, build, bug,
+                                                            tmp_path):
+    """Model.from_config, model_from_json and load_model of a model holding
+    a frozen model: the model's trainable weights, and its predictions. A
+    file saved with the fix (the configs of its frozen model and of the
+    layers inside say so) loads with Keras's own code, the fix off, with
+    the model's trainable weights, and predicts what the model predicts."""
+    expect(request, family, bug, "a frozen nested model comes back trainable from its config")
+    keras, _, mode = family
+    model = build(keras)
+    inputs = _check.make_inputs(keras, model, BATCH, STEPS, seed=0)
+    expected = model.predict(inputs[0])
+    path = str(tmp_path / "model.h5")
+    model.save(path)
+    for rebuilt in (model.__class__.from_config(model.get_config()),
+                    keras.models.model_from_json(model.to_json()),
+                    keras.models.load_model(path)):
+        rebuilt.set_weights(model.get_weights())
+        assert len(rebuilt.trainable_weights) == len(model.trainable_weights)
+        numpy.testing.assert_allclose(rebuilt.predict(inputs[0]), expected, rtol=1e-5, atol=1e-5)
+    if mode == "patched":
+        assert not keras_clone_fix.unpatch().patched
+        loaded = keras.models.load_model(path)
+        assert len(loaded.trainable_weights) == len(model.trainable_weights)
+        numpy.testing.assert_allclose(loaded.predict(inputs[0]), expected, rtol=1e-5, atol=1e-5)
+
+
 def test_layer_calls_keep_their_order_in_a_clone_and_a_loaded_model(request, family, tmp_path):
     """The clone (which makes the nested model from its config) and the
     model saved and loaded predict what the model predicts."""
@@ -295,6 +366,9 @@ MODELS = [
     (lambda_mask_inside_a_nested_model, LAMBDA_MASK, "the clone's Lambda has no mask"),
     (frozen_nested_model, FROZEN_NESTED, "the clone's nested model is trainable"),
     (frozen_inside_a_nested_model, FROZEN_NESTED, "the clone's nested model is trainable"),
+    (sequential_of_a_lambda_mask_and_a_frozen_model, LAMBDA_MASK,
+     "the Sequential clone's Lambda has no mask, its nested model is trainable"),
+    (frozen_model_in_a_wrapper, FROZEN_WRAPPED, "the clone's wrapped model is trainable"),
     (conditioned_on_two_masked_inputs, SURPLUS_MASKS, "more masks than outputs raise"),
     (calls_in_a_cycle, CALLS_OUT_OF_ORDER, "from_config makes a layer's calls out of order"),
     (argument_made_after_its_call, ARGUMENT_MADE_LATER,
