@@ -80,14 +80,58 @@ def keras_behaviour(keras):
     if not hasattr(keras.models, "clone_model"):
         # Before 2.0.7 that model cannot be built, fix or no fix; a shared
         # masked model shows the bug there (and needs predict).
-        return {"clone": None, "call": shared_model_called_twice(keras), "from_config": None}
+        return {"clone": None, "call": shared_model_called_twice(keras),
+                "from_config": frozen_read(keras), "get_config": frozen_written(keras),
+                "sequential_clone": None}
     x = models.tokens()
     model = keras.models.Model(x, models.SplitOutputs(2)(models.embedded(x)))
     new_input = models.tokens()
     return {"clone": attempt(lambda: keras.models.clone_model(model))
             if hasattr(keras.models, "clone_model") else None,  # none before 2.0.7
             "call": attempt(lambda: keras.models.Model(new_input, model(new_input))),
-            "from_config": calls_in_order(keras)}
+            "from_config": from_config_behaviour(keras), "get_config": frozen_written(keras),
+            "sequential_clone": sequential_clone_masked(keras)}
+
+
+def frozen_model(keras):
+    """A frozen model of one Dense, in a new graph."""
+    if hasattr(keras.backend, "clear_session"):
+        keras.backend.clear_session()
+    x = keras.layers.Input(shape=(3,))
+    model = keras.models.Model(x, keras.layers.Dense(2)(x))
+    model.trainable = False
+    return model
+
+
+def frozen_written(keras):
+    """"ok" where a frozen model's config says so (every affected release
+    writes no trainable of a model), else "not written". Built, not run."""
+    return "ok" if frozen_model(keras).get_config().get("trainable") is False else "not written"
+
+
+def frozen_read(keras):
+    """"ok" where a model made from a config that says it is frozen is
+    frozen (no affected release reads it), else "trainable"."""
+    config = frozen_model(keras).get_config()
+    config["trainable"] = False
+    return "ok" if not keras.models.Model.from_config(config).trainable else "trainable"
+
+
+def from_config_behaviour(keras):
+    """What a model's from_config gets wrong on the release: a layer's calls
+    out of order (keras 2.0.7 - 2.2.4), else the frozen model's flag."""
+    in_order = calls_in_order(keras)
+    return frozen_read(keras) if in_order == "ok" else in_order
+
+
+def sequential_clone_masked(keras):
+    """"ok" where the clone of a Sequential model keeps its Lambda's mask (no
+    affected release's does), else "no mask". Built, not run."""
+    if hasattr(keras.backend, "clear_session"):
+        keras.backend.clear_session()
+    model = keras.models.Sequential([keras.layers.Lambda(
+        lambda x: x, mask=lambda x, mask: mask, input_shape=(3,))])
+    return "ok" if keras.models.clone_model(model).layers[-1].mask is not None else "no mask"
 
 
 def calls_in_order(keras):
@@ -136,7 +180,7 @@ def tf_keras_behaviour(tensorflow):
     recorded = dict(lstm._inbound_nodes[0].arguments)
     encoder(keras.layers.Input(shape=(5,), dtype="int32"))
     return {"call": "ok" if lstm._inbound_nodes[0].arguments == recorded else "wrote into it",
-            "from_config": calls_in_order(keras)}
+            "from_config": from_config_behaviour(keras)}
 
 
 BEHAVIOURS = {"keras": keras_behaviour, "tensorflow": tf_keras_behaviour}

@@ -361,7 +361,8 @@ def fix_runs(target):
     """Whether calling the target runs the fix: the family's model that
     every affected release breaks (activation_driver's) works."""
     from activation_driver import BEHAVIOURS
-    routine = {"clone_functional_model": "clone", "from_config": "from_config"}.get(
+    routine = {"clone_functional_model": "clone", "from_config": "from_config",
+               "get_config": "get_config", "clone_sequential_model": "sequential_clone"}.get(
         target.routine(), "call")
     del other_tools.RAN[:]
     return BEHAVIOURS[target.family](sys.modules[target.family])[routine] == "ok"
