@@ -405,6 +405,9 @@ def test_every_rebuild_computes_what_the_model_computes(request, family, build, 
      "clone", "wrong: largest absolute difference"),
     (frozen_nested_model, "base", FROZEN_NESTED, "a frozen nested model (trainable = False)",
      "clone", "wrong: 4 trainable weights instead of 2"),
+    (frozen_model_in_a_wrapper, "wrapper", FROZEN_WRAPPED,
+     "a frozen model in a wrapper (trainable = False)", "clone",
+     "wrong: 4 trainable weights instead of 2"),
     (conditioned_on_two_masked_inputs, "conditioned", SURPLUS_MASKS,
      "a layer with more masks than outputs (2 for 1)", "nested",
      "error: Exception: Layers should have equal number of output tensors and output masks"),
@@ -414,7 +417,8 @@ def test_every_rebuild_computes_what_the_model_computes(request, family, build, 
     (argument_made_after_its_call, "attend", ARGUMENT_MADE_LATER, "called with a tensor "
      "argument that the model's depths make after the call", "nested",
      "error: InvalidArgumentError: You must feed a value for placeholder tensor"),
-], ids=["lambda mask", "frozen nested model", "more masks than outputs", "calls out of order",
+], ids=["lambda mask", "frozen nested model", "frozen model in a wrapper",
+        "more masks than outputs", "calls out of order",
         "argument made later"])
 def test_check_names_the_risk_and_its_check_sees_it(family, build, path, bug, what, check, wrong):
     """`check`'s engine, in this interpreter: the layer is named at risk where
