@@ -72,7 +72,9 @@ def keras_behaviour(keras):
     fails both ("Could not compute output", "Layers should have equal
     number of output tensors and output masks"). Built in a new graph each
     time, and not run: this is about which code runs, cheaply. (Before
-    2.0.7, which cannot build that model, a shared model is run instead.)"""
+    2.0.7, which cannot build that model, a shared model is run instead.)
+    And whether a frozen model's config says so (get_config), is read back
+    (from_config) and a Sequential clone keeps a Lambda's mask."""
     import models
     backend = keras.backend
     if hasattr(backend, "clear_session"):  # Theano has none
@@ -110,18 +112,28 @@ def frozen_written(keras):
 
 
 def frozen_read(keras):
-    """"ok" where a model made from a config that says it is frozen is
-    frozen (no affected release reads it), else "trainable"."""
-    config = frozen_model(keras).get_config()
+    """"ok" where a model made from a config that says it is frozen (the
+    model's own key only) has no trainable weights (no affected release
+    reads the key), else "trainable"."""
+    model = frozen_model(keras)
+    model.trainable = True
+    config = model.get_config()
     config["trainable"] = False
-    return "ok" if not keras.models.Model.from_config(config).trainable else "trainable"
+    return "ok" if not keras.models.Model.from_config(config).trainable_weights else "trainable"
 
 
 def from_config_behaviour(keras):
-    """What a model's from_config gets wrong on the release: a layer's calls
-    out of order (keras 2.0.7 - 2.2.4), else the frozen model's flag."""
-    in_order = calls_in_order(keras)
-    return frozen_read(keras) if in_order == "ok" else in_order
+    """"ok" where the rules of the release's from_config target run: a
+    layer's calls in their order, and a frozen model's config read back."""
+    from keras_clone_fix._affected import targets_for
+    from keras_clone_fix._check import release_of
+    rules = [rule for target in targets_for(*release_of(keras))
+             if target.routine() == "from_config" for rule in target.rules]
+    shown = [("LayerCallsKeptInOrder", calls_in_order), ("TrainableReadFromConfig", frozen_read)]
+    for rule, behaviour in shown:
+        if rule in rules and behaviour(keras) != "ok":
+            return behaviour(keras)
+    return "ok"
 
 
 def sequential_clone_masked(keras):
@@ -180,7 +192,7 @@ def tf_keras_behaviour(tensorflow):
     recorded = dict(lstm._inbound_nodes[0].arguments)
     encoder(keras.layers.Input(shape=(5,), dtype="int32"))
     return {"call": "ok" if lstm._inbound_nodes[0].arguments == recorded else "wrote into it",
-            "from_config": from_config_behaviour(keras)}
+            "from_config": from_config_behaviour(keras), "get_config": frozen_written(keras)}
 
 
 BEHAVIOURS = {"keras": keras_behaviour, "tensorflow": tf_keras_behaviour}

@@ -340,10 +340,11 @@ WRAPPERS = {
 OTHERS = dict(WRAPPERS, replacement=other_tools.replace)
 CLOSURES = ["functools.wraps", "closure"]
 # The targets whose fix activation_driver's behaviours can show running:
-# tf.keras's shows calls on new tensors and from_config only, not its clone
-# routine (TF 1.4 - 1.12) nor Layer._set_mask_metadata (TF 1.11 - 1.13).
+# tf.keras's shows calls on new tensors, from_config and get_config only, not
+# its clone routines (TF 1.4 - 1.12) nor Layer._set_mask_metadata (TF 1.11 - 1.13).
 EVERY_TARGET = [target for family in FAMILIES for target in RELEASE_TARGETS[family]
-                if family == "keras" or target.routine() in ("run_internal_graph", "from_config")]
+                if family == "keras" or target.routine() in (
+                    "run_internal_graph", "from_config", "get_config")]
 # ids as a list: pytest before 7 calls an ids function even on an empty set (keras-free envs).
 every_target = pytest.mark.parametrize("target", EVERY_TARGET,
                                        ids=[target_name(target) for target in EVERY_TARGET])
