@@ -91,11 +91,11 @@ RULE_RISKS = {
 # The checks (_check.CHECKS) that a routine's mistakes endanger: the clone
 # routines clone (multi_gpu_model clones too; a Sequential model is cloned by
 # the Sequential one, whose risks are its layers', nested models' or not);
-# the routine that calls a model
-# on new tensors nests it, calls it twice and splits it for multi_gpu_model;
-# Layer.__call__'s mask bookkeeping runs for every call of a nested model,
-# whichever routine (or the loading) calls it; a model's from_config loads
-# it, and get_config writes what it loads. Every routine but the clone runs for a model nested in another whenever
+# the routine that calls a model on new tensors nests it, calls it twice and
+# splits it for multi_gpu_model; Layer.__call__'s mask bookkeeping runs for
+# every call of a nested model, whichever routine (or the loading) calls it;
+# a model's from_config loads it, and its get_config writes what is loaded.
+# Every routine but the clones runs for a model nested in another whenever
 # that one is loaded or cloned (multi_gpu_model's cpu_relocation clones).
 CLONE_ROUTINES = ("clone_functional_model", "clone_sequential_model")
 ROUTINE_CHECKS = {
