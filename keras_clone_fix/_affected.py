@@ -22,7 +22,8 @@ RELEASES = {
          "calling a model on new tensors (no clone_model before 2.0.7): "
          "masks written into the original; recorded masks passed back (to 2.0.2); "
          "the original's tensors in call arguments; keyword tensors made after their "
-         "call; masked tensors refused by a model"),
+         "call; masked tensors refused by a model; frozen models unfrozen when loaded "
+         "(a frozen model's config without trainable)"),
         ((2, 0, 7), (2, 2, 5), True,
          "clone_model, calling a model on new tensors, and from_config (load_model): "
          "multi-output layers' outputs dropped or refused; outputs or masks lost in "
@@ -31,7 +32,8 @@ RELEASES = {
          "initial_state or constants passed twice; masked tensors refused by a model "
          "(to 2.2.2); a Lambda's mask lost in clones; frozen nested models unfrozen in "
          "clones; clones on input_tensors that do not reload; layer calls reordered by "
-         "from_config"),
+         "from_config; frozen models unfrozen when loaded (a frozen model's config without "
+         "trainable)"),
         ((2, 2, 5), (2, 4, 0), True,
          "clone_model and calling a model on new tensors: multi-output layers' outputs "
          "dropped or refused (masking layers); outputs or masks lost in clones (nested "
@@ -39,7 +41,8 @@ RELEASES = {
          "original's tensors in call arguments; keyword tensors made after their call; "
          "initial_state or constants passed twice; a Lambda's mask lost in clones; "
          "frozen nested models unfrozen in clones; clones on input_tensors that do not "
-         "reload"),
+         "reload; frozen models unfrozen when loaded (a frozen model's config without "
+         "trainable)"),
         ((2, 4, 0), (2, 5, 0), False,
          "Keras 2.4 is a front for tf.keras: its routines are TensorFlow's, which the "
          "tensorflow family's rows patch"),
@@ -68,7 +71,8 @@ RELEASES = {
          "mask= replaced by the propagated one (from 1.10); a Lambda's mask lost in clones "
          "(to 1.13); "
          "frozen nested models unfrozen in clones (to 1.13); clones on input_tensors "
-         "that do not reload; layer calls reordered by from_config"),
+         "that do not reload; layer calls reordered by from_config; frozen models unfrozen "
+         "when loaded (to 1.13; a frozen model's config without trainable)"),
         ((1, 15, 0), (2, 0, 0), True,
          "tf.keras's clone_model and from_config (load_model): the original's tensors in "
          "call arguments; clones on input_tensors that do not reload; layer calls "
@@ -121,6 +125,8 @@ RULE_RISKS = {
     "MaskAlreadyComputedKept": (NESTED_OUTPUT_MASKS,),
     "LambdaMaskKept": (LAMBDA_MASK,),
     "TrainableKept": (FROZEN_NESTED,),
+    "TrainableWrittenInConfig": (FROZEN_NESTED,),
+    "TrainableReadFromConfig": (FROZEN_NESTED,),
     "GivenInputLayersKept": (),
     "GivenInputLayersTaken": (),
     "LayerCallsKeptInOrder": (CALLS_OUT_OF_ORDER,),
@@ -150,20 +156,25 @@ RULE_WORDS = {
     "OwnComputeMaskCounted": "masks dropped inside a nested Sequential",
     "MaskSetOnCopiedOutputs": "masks lost by layers that return their input",
     "ExplicitMaskRecorded": "an explicit mask= replaced by the propagated one",
+    "TrainableWrittenInConfig": "a frozen model's config without trainable",
+    "TrainableReadFromConfig": "frozen models unfrozen when loaded",
 }
 # The checks (_check.CHECKS) that a routine's mistakes endanger: the clone
-# routine clones (multi_gpu_model clones too); the routine that calls a model
-# on new tensors nests it, calls it twice and splits it for multi_gpu_model;
-# Layer.__call__'s mask bookkeeping runs for every call of a nested model,
-# whichever routine (or the loading) calls it; a model's from_config loads
-# it. Every routine but the clone runs for a model nested in another whenever
+# routines clone (multi_gpu_model clones too; a Sequential model is cloned by
+# the Sequential one, whose risks are its layers', nested models' or not);
+# the routine that calls a model on new tensors nests it, calls it twice and
+# splits it for multi_gpu_model; Layer.__call__'s mask bookkeeping runs for
+# every call of a nested model, whichever routine (or the loading) calls it;
+# a model's from_config loads it, and its get_config writes what is loaded.
+# Every routine but the clones runs for a model nested in another whenever
 # that one is loaded or cloned (multi_gpu_model's cpu_relocation clones).
 # tf.keras 1.15's clone routine makes the clone's layer calls in _make_new_nodes.
-CLONE_ROUTINES = ("clone_functional_model", "make_new_nodes")
+CLONE_ROUTINES = ("clone_functional_model", "make_new_nodes", "clone_sequential_model")
 CLONE_CHECKS = ("clone", "clone_of_clone", "multi_gpu", "original_unchanged")
 ROUTINE_CHECKS = {
     "clone_functional_model": CLONE_CHECKS,
     "make_new_nodes": CLONE_CHECKS,
+    "clone_sequential_model": ("clone", "clone_of_clone", "multi_gpu"),
     "run_internal_graph": ("nested", "called_twice", "multi_gpu", "original_unchanged"),
     "set_mask_metadata": ("load", "clone", "clone_of_clone", "nested", "called_twice",
                           "multi_gpu"),
@@ -179,6 +190,7 @@ ROUTINE_CHECKS = {
     "call": ("load", "nested", "called_twice", "multi_gpu"),
     "set_connectivity_metadata": ("clone", "clone_of_clone", "nested", "called_twice",
                                   "multi_gpu"),
+    "get_config": ("load",),
 }
 NESTED_MODEL_CHECKS = ("load", "clone", "clone_of_clone", "multi_gpu")
 
@@ -210,8 +222,9 @@ class Target(object):
 # the family) on the family's releases [first, past), with the rules of
 # _fix applied in this order. Every affected release aliases node.arguments.
 # Up to tf.keras 1.13 a layer's config has no Lambda mask and a model's none
-# of its trainable: what every clone routine up to there loses. Every clone
-# routine, to 1.14, leaves the input layers of given input_tensors unmapped.
+# of its trainable: what every clone routine up to there loses, the
+# Sequential one's too. Every functional clone routine, to 1.14, leaves the
+# input layers of given input_tensors unmapped.
 KEPT_IN_THE_CLONE = ("LambdaMaskKept", "TrainableKept", "GivenInputLayersKept")
 CLONE_RULES = ("CopyNodeArguments", "LayerCallPropagatesMasks", "RecordedOutputMasks",
                "MapTensorsInCallArguments", "ArgumentsMadeBeforeTheirCalls",
@@ -227,6 +240,10 @@ TARGETS = (
     Target("keras", "keras.models", "_clone_functional_model", (2, 0, 7), (2, 4, 0),
            CLONE_RULES,
            "clone_model of a functional model: outputs dropped, masks lost or pinned"),
+    Target("keras", "keras.models", "_clone_sequential_model", (2, 0, 7), (2, 4, 0),
+           ("LambdaMaskKept", "TrainableKept"),
+           "clone_model of a Sequential model: each layer made from its config, which has "
+           "no Lambda mask and no trainable of a model"),
     Target("keras", "keras.engine.topology", "Container.run_internal_graph", (2, 0, 0), (2, 0, 3),
            ("CopyNodeArguments", "PropagatedMaskNotPassedBack", "MapTensorsInCallArguments",
             "ArgumentsMadeBeforeTheirCalls", "InputLayerPassesMask"),
@@ -255,13 +272,26 @@ TARGETS = (
            KERAS_NETWORK_RULES,
            "calling a model on new tensors; from 2.2.3 InputLayer supports masking itself",
            more_risks=(SURPLUS_MASKS,)),
+    Target("keras", "keras.engine.topology", "Container.from_config", (2, 0, 0), (2, 0, 7),
+           ("TrainableReadFromConfig",),
+           "a model made from its config (loading, and every nested model of a clone): a frozen "
+           "model comes back trainable"),
     Target("keras", "keras.engine.topology", "Container.from_config", (2, 0, 7), (2, 2, 0),
-           ("LayerCallsKeptInOrder",),
+           ("LayerCallsKeptInOrder", "TrainableReadFromConfig"),
            "a model made from its config (loading, and every nested model of a clone): a layer's "
            "calls made out of order where one waits for another's (keras-team/keras#11159; "
-           "before 2.0.7 such a call raises instead)"),
+           "before 2.0.7 such a call raises instead), and a frozen model comes back trainable"),
     Target("keras", "keras.engine.network", "Network.from_config", (2, 2, 0), (2, 2, 5),
-           ("LayerCallsKeptInOrder",), "the same routine in Network; 2.2.5 keeps the order"),
+           ("LayerCallsKeptInOrder", "TrainableReadFromConfig"),
+           "the same routine in Network; 2.2.5 keeps the order"),
+    Target("keras", "keras.engine.network", "Network.from_config", (2, 2, 5), (2, 4, 0),
+           ("TrainableReadFromConfig",), "the same; a frozen model comes back trainable"),
+    Target("keras", "keras.engine.topology", "Container.get_config", (2, 0, 0), (2, 2, 0),
+           ("TrainableWrittenInConfig",),
+           "a model's config (what a file saves, what loading and a clone's nested models are "
+           "made from) has no trainable"),
+    Target("keras", "keras.engine.network", "Network.get_config", (2, 2, 0), (2, 4, 0),
+           ("TrainableWrittenInConfig",), "the same routine in Network"),
     # tf.keras: the same routines, moved from module to module by TensorFlow.
     Target("tensorflow", "tensorflow.python.keras._impl.keras.models", "_clone_functional_model",
            (1, 4, 0), (1, 9, 0), CLONE_RULES,
@@ -304,6 +334,14 @@ TARGETS = (
            (1, 15, 0), (2, 0, 0), ("GivenInputLayersKept",),
            "the clone routine of 1.15: a clone on given input tensors calls a copy of the "
            "model's input layer on them, and cannot be loaded once saved"),
+    Target("tensorflow", "tensorflow.python.keras._impl.keras.models", "_clone_sequential_model",
+           (1, 4, 0), (1, 9, 0), ("LambdaMaskKept", "TrainableKept"),
+           "tf.keras's clone of a Sequential model: each layer made from its config, which "
+           "has no Lambda mask and no trainable of a model"),
+    Target("tensorflow", "tensorflow.python.keras.models", "_clone_sequential_model",
+           (1, 9, 0), (1, 14, 0), ("LambdaMaskKept", "TrainableKept"),
+           "the same, moved out of _impl in 1.9 (1.14 writes the mask into Lambda's config "
+           "and sets a model's trainable on its layers)"),
     Target("tensorflow", "tensorflow.python.layers.base", "Network._run_internal_graph",
            (1, 4, 0), (1, 5, 0), NETWORK_RULES_BEFORE_1_9,
            "calling a tf.keras model on new tensors: the first call's mask pinned in the "
@@ -339,17 +377,22 @@ TARGETS = (
            "the same, rewritten in 1.14 to call each layer on all its node's inputs: "
            "Bidirectional gets its initial_state twice"),
     Target("tensorflow", "tensorflow.python.keras._impl.keras.engine.topology",
-           "Network.from_config", (1, 4, 0), (1, 7, 0), ("LayerCallsKeptInOrder",),
+           "Network.from_config", (1, 4, 0), (1, 7, 0),
+           ("LayerCallsKeptInOrder", "TrainableReadFromConfig"),
            "a model made from its config (loading, and every nested model of a clone): a layer's "
-           "calls made out of order where one waits for another's (keras-team/keras#11159)"),
+           "calls made out of order where one waits for another's (keras-team/keras#11159), "
+           "and a frozen model comes back trainable"),
     Target("tensorflow", "tensorflow.python.keras._impl.keras.engine.network",
-           "Network.from_config", (1, 7, 0), (1, 9, 0), ("LayerCallsKeptInOrder",),
+           "Network.from_config", (1, 7, 0), (1, 9, 0),
+           ("LayerCallsKeptInOrder", "TrainableReadFromConfig"),
            "the same routine, moved to tf.keras's Network in 1.7"),
     Target("tensorflow", "tensorflow.python.keras.engine.network", "Network.from_config",
-           (1, 9, 0), (1, 15, 0), ("LayerCallsKeptInOrder",), "the same, out of _impl in 1.9"),
+           (1, 9, 0), (1, 14, 0), ("LayerCallsKeptInOrder", "TrainableReadFromConfig"),
+           "the same, out of _impl in 1.9"),
     Target("tensorflow", "tensorflow.python.keras.engine.network", "Network.from_config",
-           (1, 15, 0), (2, 0, 0), ("LayerCallsKeptInOrder",),
-           "the same in 1.15's tensorflow_core, which also deserializes tensor keyword arguments"),
+           (1, 14, 0), (2, 0, 0), ("LayerCallsKeptInOrder",),
+           "the same; 1.14's trainable setter sets a model's layers' flags, which their "
+           "configs carry; 1.15's (tensorflow_core) also deserializes tensor keyword arguments"),
     # tf.keras 2.x, and the keras package 2.6 that is tf.keras of TensorFlow 2.6.
     Target("tensorflow", "tensorflow.python.keras.models", "_clone_functional_model",
            (2, 0, 0), (2, 6, 0), ("GivenInputLayersTaken",),
@@ -372,6 +415,15 @@ TARGETS = (
            ("LayerCallsKeptInOrder",),
            "the same, tf.keras's, in the keras package 2.5 (keras-nightly) and 2.6; 2.7 keeps "
            "the order"),
+    Target("tensorflow", "tensorflow.python.keras._impl.keras.engine.topology",
+           "Network.get_config", (1, 4, 0), (1, 7, 0), ("TrainableWrittenInConfig",),
+           "a model's config (what a file saves, what loading and a clone's nested models are "
+           "made from) has no trainable"),
+    Target("tensorflow", "tensorflow.python.keras._impl.keras.engine.network",
+           "Network.get_config", (1, 7, 0), (1, 9, 0), ("TrainableWrittenInConfig",),
+           "the same routine, moved to tf.keras's Network in 1.7"),
+    Target("tensorflow", "tensorflow.python.keras.engine.network", "Network.get_config",
+           (1, 9, 0), (1, 14, 0), ("TrainableWrittenInConfig",), "the same, out of _impl in 1.9"),
     Target("tensorflow", "tensorflow.python.keras.engine.base_layer", "Layer._set_mask_metadata",
            (1, 11, 0), (1, 14, 0), ("MaskAlreadyComputedKept",),
            "Layer.__call__'s mask bookkeeping: a model called on new tensors has its output "

@@ -303,6 +303,11 @@ def model_risks(keras, model):
                           "it is lost)", nested))
         if is_sequential(layer):
             found += masks_denied(keras, layer, path + "/", masked_inputs)
+        wrapped = getattr(layer, "layer", None)  # TimeDistributed, Bidirectional
+        if is_model(keras, wrapped) and not wrapped.trainable:
+            # keras 2.0.7 - 2.1.3 and tf.keras 1.4 - 1.6 keep it when wrapping
+            found.append((path, FROZEN_NESTED, "a frozen model in a wrapper (trainable = False)",
+                          True))
         if getattr(layer, "mask", None) is not None and is_lambda(layer):
             found.append((path, LAMBDA_MASK, "a Lambda with a mask (its config has none)",
                           nested))

@@ -35,7 +35,8 @@ from keras_clone_fix._runtime import (
     UnsupportedFunction, arguments_not_in_inputs, computes_masks, given_input_layer,
     given_input_layers_mapped, keras_masks, lambda_mask_kept, mask_through_input_layer,
     one_mask_per_output, propagated_mask_popped, recorded_output_masks, layer_calls_in_order,
-    nodes_by_depth_in_call_order, tensors_mapped, trainable_kept, without_propagated_mask)
+    nodes_by_depth_in_call_order, tensors_mapped, trainable_kept, trainable_read,
+    trainable_written, without_propagated_mask)
 
 _HELPER_PREFIX = "_keras_clone_fix_"
 # These rules' text as imported: a stored build is used only where the
@@ -556,20 +557,34 @@ class ArgumentsInInputsPassedOnce(_AfterNodeArguments):
                      ast.Name(id="node", ctx=ast.Load()))
 
 
+def _makes_from_config(value):
+    return any(isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
+               and call.func.attr == "from_config" for call in _nodes(value))
+
+
 class _KeptInTheClone(Rule):
-    """`new_layer = <... .from_config(...) ...>` -> `new_layer = <helper>(layer, <the same>)`:
+    """`new_layer = <... .from_config(...) ...>` -> `new_layer = <helper>(layer, <the same>)`
+    (the functional clone routine), and `return layer.__class__.from_config(...)` ->
+    `return <helper>(layer, <the same>)` (the Sequential one's `clone(layer)`):
     the clone routine's copy of a layer, made from the layer's config, gets
     back what the config leaves out (the rule's one helper says what).
     Applied after each other, the second wraps the first."""
 
+    def _kept(self, node):
+        node.value = _located(_call(_helper(self.helpers[0]),
+                                    ast.Name(id="layer", ctx=ast.Load()), node.value),
+                              node.value)
+        return self.rewritten(node)
+
     def visit_Assign(self, node):
-        if _name(node.targets[0]) == "new_layer" and any(
-                isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
-                and call.func.attr == "from_config" for call in _nodes(node.value)):
-            node.value = _located(_call(_helper(self.helpers[0]),
-                                        ast.Name(id="layer", ctx=ast.Load()), node.value),
-                                  node.value)
-            return self.rewritten(node)
+        if _name(node.targets[0]) == "new_layer" and _makes_from_config(node.value):
+            return self._kept(node)
+        return node
+
+    def visit_Return(self, node):
+        if node.value is not None and _makes_from_config(node.value) and any(
+                _name(name) == "layer" for name in _nodes(node.value)):
+            return self._kept(node)
         return node
 
 
@@ -581,7 +596,9 @@ class LambdaMaskKept(_KeptInTheClone):
     mask=...)` on Keras 2.0.7 - 2.3.1 (every release with clone_model) and
     tf.keras of TensorFlow 1.4 - 1.13; TensorFlow 1.14 writes it into the
     config (`mask`, `mask_type`, `mask_module`). The clone's Lambda had no
-    mask, and the layers after it counted the padding, silently. The clone
+    mask, and the layers after it counted the padding, silently; so did
+    the clone of a Sequential model, whose routine makes each layer in
+    `clone(layer)` (`return` instead of `new_layer =`). The clone
     gets the original's mask object; the config, and so a saved file, stays
     what the release writes.
     """
@@ -597,12 +614,76 @@ class TrainableKept(_KeptInTheClone):
     Keras 2.0.7 - 2.3.1 and tf.keras of TensorFlow 1.4 - 1.13, and setting a
     model's `trainable` leaves its layers' own flags as they were: a frozen
     nested model came back trainable in the clone, and training the clone
-    trained it (keras-team/keras#11022). TensorFlow 1.14's `trainable`
-    setter sets the flag of every layer inside, whose configs then carry it.
+    trained it (keras-team/keras#11022); a Sequential model's clone (its
+    `clone(layer)`) too. TensorFlow 1.14's `trainable` setter sets the flag
+    of every layer inside, whose configs then carry it.
     The clone gets the original's flag; the config stays as it is.
     """
 
     helpers = (trainable_kept,)
+
+
+class _ModelReturned(Rule):
+    """The def's own last statement, `return <value>` where `returns(value)`
+    holds (not a return of a function nested in it) -> `return <helper>(<self.given>,
+    <value>)`."""
+
+    given = None
+
+    def returns(self, value):
+        raise NotImplementedError
+
+    def visit_FunctionDef(self, node):
+        last = node.body[-1]
+        if isinstance(last, ast.Return) and last.value is not None and self.returns(last.value):
+            last.value = _located(_call(_helper(self.helpers[0]),
+                                        ast.Name(id=self.given, ctx=ast.Load()), last.value),
+                                  last.value)
+            self.rewritten(last)
+        return node
+
+
+class TrainableWrittenInConfig(_ModelReturned):
+    """A model's `get_config`: `return copy.deepcopy(config)` ->
+    `return trainable_written(self, copy.deepcopy(config))`.
+
+    A model's config has no `trainable` on Keras 2.0.0 - 2.3.1 and tf.keras
+    of TensorFlow 1.4 - 1.13 (Container's, Network's get_config), and
+    setting a model's `trainable` leaves its layers' flags as they were: a
+    frozen nested model came back trainable from `Model.from_config`,
+    `model_from_json` and `load_model`, its weights listed among the
+    trainable ones (4 for 2). The config of a frozen model says
+    `"trainable": false`, a key the releases' `from_config` does not read
+    (a file saved with it loads as before where the fix is not installed);
+    the config of any other model stays what the release writes.
+    TrainableReadFromConfig reads it back. TensorFlow 1.14's `trainable`
+    setter sets the flag of every layer inside, whose configs carry it.
+    """
+
+    helpers = (trainable_written,)
+    given = "self"
+
+    def returns(self, value):
+        return (isinstance(value, ast.Call) and _is_attribute(value.func, "copy", "deepcopy")
+                and len(value.args) == 1 and _name(value.args[0]) == "config")
+
+
+class TrainableReadFromConfig(_ModelReturned):
+    """A model's `from_config`: `return cls(...)` ->
+    `return trainable_read(config, cls(...))`.
+
+    The model made from a config that says `"trainable": false`
+    (TrainableWrittenInConfig) is frozen, as the model that wrote it was:
+    Keras 2.0.0 - 2.3.1 and tf.keras of TensorFlow 1.4 - 1.13 read no
+    `trainable` of a model. A config written without the fix has none:
+    such a file cannot tell that its nested model was frozen.
+    """
+
+    helpers = (trainable_read,)
+    given = "config"
+
+    def returns(self, value):
+        return isinstance(value, ast.Call) and _name(value.func) == "cls"
 
 
 class GivenInputLayersKept(Rule):

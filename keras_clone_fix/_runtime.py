@@ -171,13 +171,18 @@ def is_lambda(layer):
 
 def _with_layers_inside(layer, new_layer):
     """[(layer, new_layer)] and, where they are models, each layer inside
-    the original with its copy inside the new one (by name, at any depth):
-    the nested model's `from_config` made those from their configs too."""
+    the original with its copy inside the new one (by name), and where they
+    are wrappers (TimeDistributed, Bidirectional), the layer each wraps, at
+    any depth: the nested model's or wrapper's `from_config` made those from
+    their configs too."""
     pairs = [(layer, new_layer)]
     copies = dict((copy.name, copy) for copy in getattr(new_layer, "layers", ()))
     for inner in getattr(layer, "layers", ()):
         if inner.name in copies:
             pairs.extend(_with_layers_inside(inner, copies[inner.name]))
+    wrapped, copy = getattr(layer, "layer", None), getattr(new_layer, "layer", None)
+    if wrapped is not None and copy is not None:
+        pairs.extend(_with_layers_inside(wrapped, copy))
     return pairs
 
 
@@ -201,8 +206,11 @@ def trainable_kept(layer, new_layer):
     model's `get_config` leaves it out (Keras 2.x, tf.keras 1.4 - 1.13), so a
     frozen nested model came back trainable, and a frozen model inside a
     nested one too, its weights then listed among the trainable ones
-    (`set_weights` put them into other layers). Only the flags are set, as
-    the user set them on the original."""
+    (`set_weights` put them into other layers); so did a frozen model in a
+    wrapper (`TimeDistributed(inner)`) where the wrapper leaves the flag of
+    the layer it wraps as it was (keras 2.0.7 - 2.1.3, tf.keras 1.4 - 1.6;
+    later ones set it to the wrapper's own when wrapping). Only the flags
+    are set, as the user set them on the original."""
     for original, copy in _with_layers_inside(layer, new_layer):
         trainable = getattr(original, "trainable", True)
         if getattr(copy, "trainable", True) != trainable:
@@ -218,6 +226,45 @@ def given_input_layer(given, original_layer, otherwise=None):
     own handling)."""
     given_layer = getattr(given, "_keras_history", (None,))[0]
     return given_layer if isinstance(given_layer, type(original_layer)) else otherwise
+
+
+def _layers_frozen(config):
+    """Sets `"trainable": false` in the config of each layer that a model's
+    or wrapper's config holds, at any depth: where the layer's config has
+    the key already (its from_config takes it; an InputLayer's does not),
+    and in a model's config (which its from_config does not read)."""
+    entries = config if isinstance(config, list) else []  # a Sequential's, keras < 2.2
+    if isinstance(config, dict):
+        entries = list(config.get("layers") or [])
+        if isinstance(config.get("layer"), dict):  # TimeDistributed, Bidirectional
+            entries.append(config["layer"])
+    for entry in entries:
+        inner = entry.get("config") if isinstance(entry, dict) else None
+        if isinstance(inner, dict) and ("trainable" in inner or "layers" in inner):
+            inner["trainable"] = False
+        _layers_frozen(inner)
+
+
+def trainable_written(model, config):
+    """A model's config (a copy), frozen where the model is: `"trainable":
+    false` in its own config, which the releases' from_config does not read
+    (trainable_read does), and in each layer's inside it, which every
+    release reads: a file saved from a frozen model loads with its weights
+    frozen, in their order, where the fix is not installed too. A model's
+    `get_config` leaves its trainable out on Keras 2.x and tf.keras 1.4 -
+    1.13, and setting it leaves the layers' own flags as they were."""
+    if not getattr(model, "trainable", True) and isinstance(config, dict):
+        config["trainable"] = False
+        _layers_frozen(config)
+    return config
+
+
+def trainable_read(config, model):
+    """`model`, made from `config`, frozen where the config says
+    `"trainable": false` (trainable_written)."""
+    if config.get("trainable", True) is False:
+        model.trainable = False
+    return model
 
 
 def given_input_layers_mapped(layer_map, inputs, input_tensors):
@@ -316,5 +363,6 @@ def nodes_by_depth_in_call_order(nodes_by_depth):
 HELPERS = dict((helper.__name__, helper) for helper in (
     one_mask_per_output, recorded_output_masks, without_propagated_mask, tensors_mapped,
     arguments_not_in_inputs, mask_through_input_layer, keras_masks, lambda_mask_kept,
-    trainable_kept, given_input_layer, given_input_layers_mapped, layer_calls_in_order,
-    nodes_by_depth_in_call_order, computes_masks, propagated_mask_popped))
+    trainable_kept, trainable_written, trainable_read, given_input_layer,
+    given_input_layers_mapped, layer_calls_in_order, nodes_by_depth_in_call_order, computes_masks,
+    propagated_mask_popped))

@@ -72,7 +72,9 @@ def keras_behaviour(keras):
     fails both ("Could not compute output", "Layers should have equal
     number of output tensors and output masks"). Built in a new graph each
     time, and not run: this is about which code runs, cheaply. (Before
-    2.0.7, which cannot build that model, a shared model is run instead.)"""
+    2.0.7, which cannot build that model, a shared model is run instead.)
+    And whether a frozen model's config says so (get_config), is read back
+    (from_config) and a Sequential clone keeps a Lambda's mask."""
     import models
     backend = keras.backend
     if hasattr(backend, "clear_session"):  # Theano has none
@@ -80,14 +82,68 @@ def keras_behaviour(keras):
     if not hasattr(keras.models, "clone_model"):
         # Before 2.0.7 that model cannot be built, fix or no fix; a shared
         # masked model shows the bug there (and needs predict).
-        return {"clone": None, "call": shared_model_called_twice(keras), "from_config": None}
+        return {"clone": None, "call": shared_model_called_twice(keras),
+                "from_config": frozen_read(keras), "get_config": frozen_written(keras),
+                "sequential_clone": None}
     x = models.tokens()
     model = keras.models.Model(x, models.SplitOutputs(2)(models.embedded(x)))
     new_input = models.tokens()
     return {"clone": attempt(lambda: keras.models.clone_model(model))
             if hasattr(keras.models, "clone_model") else None,  # none before 2.0.7
             "call": attempt(lambda: keras.models.Model(new_input, model(new_input))),
-            "from_config": calls_in_order(keras)}
+            "from_config": from_config_behaviour(keras), "get_config": frozen_written(keras),
+            "sequential_clone": sequential_clone_masked(keras)}
+
+
+def frozen_model(keras):
+    """A frozen model of one Dense, in a new graph."""
+    if hasattr(keras.backend, "clear_session"):
+        keras.backend.clear_session()
+    x = keras.layers.Input(shape=(3,))
+    model = keras.models.Model(x, keras.layers.Dense(2)(x))
+    model.trainable = False
+    return model
+
+
+def frozen_written(keras):
+    """"ok" where a frozen model's config says so (every affected release
+    writes no trainable of a model), else "not written". Built, not run."""
+    return "ok" if frozen_model(keras).get_config().get("trainable") is False else "not written"
+
+
+def frozen_read(keras):
+    """"ok" where a model made from a config that says it is frozen (the
+    model's own key only) has no trainable weights (no affected release
+    reads the key), else "trainable"."""
+    model = frozen_model(keras)
+    model.trainable = True
+    config = model.get_config()
+    config["trainable"] = False
+    return "ok" if not keras.models.Model.from_config(config).trainable_weights else "trainable"
+
+
+def from_config_behaviour(keras):
+    """"ok" where the rules of the release's from_config target run: a
+    layer's calls in their order, and a frozen model's config read back."""
+    from keras_clone_fix._affected import targets_for
+    from keras_clone_fix._check import release_of
+    rules = [rule for target in targets_for(*release_of(keras))
+             if target.routine() == "from_config" for rule in target.rules]
+    shown = [("LayerCallsKeptInOrder", calls_in_order), ("TrainableReadFromConfig", frozen_read)]
+    for rule, behaviour in shown:
+        if rule in rules and behaviour(keras) != "ok":
+            return behaviour(keras)
+    return "ok"
+
+
+def sequential_clone_masked(keras):
+    """"ok" where the clone of a Sequential model keeps its Lambda's mask (no
+    affected release's does), else "no mask". Built, not run."""
+    if hasattr(keras.backend, "clear_session"):
+        keras.backend.clear_session()
+    model = keras.models.Sequential([keras.layers.Lambda(
+        lambda x: x, mask=lambda x, mask: mask, input_shape=(3,))])
+    return "ok" if keras.models.clone_model(model).layers[-1].mask is not None else "no mask"
 
 
 def calls_in_order(keras):
@@ -136,7 +192,7 @@ def tf_keras_behaviour(tensorflow):
     recorded = dict(lstm._inbound_nodes[0].arguments)
     encoder(keras.layers.Input(shape=(5,), dtype="int32"))
     return {"call": "ok" if lstm._inbound_nodes[0].arguments == recorded else "wrote into it",
-            "from_config": calls_in_order(keras)}
+            "from_config": from_config_behaviour(keras), "get_config": frozen_written(keras)}
 
 
 BEHAVIOURS = {"keras": keras_behaviour, "tensorflow": tf_keras_behaviour}

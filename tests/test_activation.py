@@ -96,8 +96,8 @@ def assert_wrapped(originals):
 def test_patch_is_idempotent_and_wraps_every_target(restore_fix_state):
     keras_clone_fix.unpatch()
     originals = current_objects()
-    # clone_model from 2.0.7; from_config keeps a layer's calls in order from 2.2.5
-    expected = 1 + CLONE_AFFECTED + (CLONE_AFFECTED and KERAS < (2, 2, 5))
+    # run_internal_graph, from_config and get_config; both clone routines from 2.0.7
+    expected = 3 + 2 * CLONE_AFFECTED
     assert len(keras_names(originals)) == expected
     status = keras_clone_fix.patch()
     assert status.patched and status.targets == {name: True for name in originals}
@@ -340,10 +340,11 @@ WRAPPERS = {
 OTHERS = dict(WRAPPERS, replacement=other_tools.replace)
 CLOSURES = ["functools.wraps", "closure"]
 # The targets whose fix activation_driver's behaviours can show running:
-# tf.keras's shows calls on new tensors and from_config only, not its clone
-# routine (TF 1.4 - 1.12) nor Layer._set_mask_metadata (TF 1.11 - 1.13).
+# tf.keras's shows calls on new tensors, from_config and get_config only, not
+# its clone routines (TF 1.4 - 1.12) nor Layer._set_mask_metadata (TF 1.11 - 1.13).
 EVERY_TARGET = [target for family in FAMILIES for target in RELEASE_TARGETS[family]
-                if family == "keras" or target.routine() in ("run_internal_graph", "from_config")]
+                if family == "keras" or target.routine() in (
+                    "run_internal_graph", "from_config", "get_config")]
 # ids as a list: pytest before 7 calls an ids function even on an empty set (keras-free envs).
 every_target = pytest.mark.parametrize("target", EVERY_TARGET,
                                        ids=[target_name(target) for target in EVERY_TARGET])
@@ -361,7 +362,8 @@ def fix_runs(target):
     """Whether calling the target runs the fix: the family's model that
     every affected release breaks (activation_driver's) works."""
     from activation_driver import BEHAVIOURS
-    routine = {"clone_functional_model": "clone", "from_config": "from_config"}.get(
+    routine = {"clone_functional_model": "clone", "from_config": "from_config",
+               "get_config": "get_config", "clone_sequential_model": "sequential_clone"}.get(
         target.routine(), "call")
     del other_tools.RAN[:]
     return BEHAVIOURS[target.family](sys.modules[target.family])[routine] == "ok"

@@ -175,7 +175,9 @@ class ActivationModel(RuleBasedStateMachine):
         ran = set()
         for family, behaviour in report["behaviour"].items():
             for action, routine in (("clone", "_clone_functional_model"),
-                                    ("call", "run_internal_graph"), ("from_config", "from_config")):
+                                    ("call", "run_internal_graph"), ("from_config", "from_config"),
+                                    ("get_config", "get_config"),
+                                    ("sequential_clone", "_clone_sequential_model")):
                 chains = [self.chains[name] for name in self.names([family])
                           if name.endswith(routine)]
                 if behaviour.get(action) is not None and chains:

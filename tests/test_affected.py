@@ -54,20 +54,19 @@ def test_parse_version(version, plain, leading):
     assert parse_version(version, leading=True) == leading
 
 
-CONTAINER = ["keras.models._clone_functional_model",
-             "keras.engine.topology.Container.run_internal_graph",
-             "keras.engine.topology.Container.from_config"]
-NETWORK_2_2 = ["keras.models._clone_functional_model",
-               "keras.engine.network.Network.run_internal_graph"]
+CONTAINER = ["keras.engine.topology.Container.run_internal_graph",
+             "keras.engine.topology.Container.from_config",
+             "keras.engine.topology.Container.get_config"]
+CLONES = ["keras.models._clone_functional_model", "keras.models._clone_sequential_model"]
+NETWORK_2_2 = CLONES + ["keras.engine.network.Network.run_internal_graph",
+                        "keras.engine.network.Network.from_config",
+                        "keras.engine.network.Network.get_config"]
 
 
 @pytest.mark.parametrize("version, patched", [
-    ("2.0.6", ["keras.engine.topology.Container.run_internal_graph"]),
-    ("2.0.7", CONTAINER), ("2.1.6", CONTAINER),
-    ("2.2.0", NETWORK_2_2 + ["keras.engine.network.Network.from_config"]),
-    ("2.2.4-custom", NETWORK_2_2 + ["keras.engine.network.Network.from_config"]),
-    ("2.2.5", NETWORK_2_2), ("2.3.1", NETWORK_2_2),
-    ("2.4.0", []),
+    ("2.0.6", CONTAINER), ("2.0.7", CLONES + CONTAINER), ("2.1.6", CLONES + CONTAINER),
+    ("2.2.0", NETWORK_2_2), ("2.2.4-custom", NETWORK_2_2), ("2.2.5", NETWORK_2_2),
+    ("2.3.1", NETWORK_2_2), ("2.4.0", []),
     ("2.5.0", ["keras.models._clone_functional_model",
                "keras.engine.functional.reconstruct_from_config"]),
     ("2.6.0", ["keras.models._clone_functional_model",
@@ -89,28 +88,32 @@ def test_tensorflow_releases(version, affected):
 
 NETWORK = "tensorflow.python.keras.engine.network.Network._run_internal_graph"
 CLONE = "tensorflow.python.keras.models._clone_functional_model"
+SEQUENTIAL = "tensorflow.python.keras.models._clone_sequential_model"
 FROM_CONFIG = "tensorflow.python.keras.engine.network.Network.from_config"
+GET_CONFIG = "tensorflow.python.keras.engine.network.Network.get_config"
 MASKS = "tensorflow.python.keras.engine.base_layer.Layer._set_mask_metadata"
-SEQUENTIAL = "tensorflow.python.keras.engine.sequential.Sequential._call_and_compute_mask"
+SEQUENTIAL_MASKS = "tensorflow.python.keras.engine.sequential.Sequential._call_and_compute_mask"
 CALL = "tensorflow.python.keras.engine.base_layer.Layer.__call__"
 ARGUMENTS = "tensorflow.python.keras.engine.base_layer.Layer._set_connectivity_metadata_"
 IMPL = "tensorflow.python.keras._impl.keras."
+IMPL_CLONES = [IMPL + "models._clone_functional_model", IMPL + "models._clone_sequential_model"]
+CONFIG_1_9 = [CLONE, SEQUENTIAL, NETWORK, FROM_CONFIG, GET_CONFIG]
 
 
 @pytest.mark.parametrize("version, patched", [
-    ("1.4.1", [IMPL + "models._clone_functional_model",
-               "tensorflow.python.layers.base.Network._run_internal_graph",
-               IMPL + "engine.topology.Network.from_config"]),
-    ("1.5.1", [IMPL + "models._clone_functional_model",
-               "tensorflow.python.layers.network.GraphNetwork._run_internal_graph",
-               IMPL + "engine.topology.Network.from_config"]),
-    ("1.8.0", [IMPL + "models._clone_functional_model",
-               IMPL + "engine.network.Network._run_internal_graph",
-               IMPL + "engine.network.Network.from_config"]),
-    ("1.10.1", [CLONE, NETWORK, FROM_CONFIG, CALL, ARGUMENTS]),
-    ("1.11.0", [CLONE, NETWORK, FROM_CONFIG, MASKS, SEQUENTIAL, CALL, ARGUMENTS]),
-    ("1.12.3", [CLONE, NETWORK, FROM_CONFIG, MASKS, SEQUENTIAL, CALL, ARGUMENTS]),
-    ("1.13.2", [CLONE, NETWORK, FROM_CONFIG, MASKS, SEQUENTIAL, CALL, ARGUMENTS]),
+    ("1.4.1", IMPL_CLONES + ["tensorflow.python.layers.base.Network._run_internal_graph",
+                             IMPL + "engine.topology.Network.from_config",
+                             IMPL + "engine.topology.Network.get_config"]),
+    ("1.5.1", IMPL_CLONES + ["tensorflow.python.layers.network.GraphNetwork._run_internal_graph",
+                             IMPL + "engine.topology.Network.from_config",
+                             IMPL + "engine.topology.Network.get_config"]),
+    ("1.8.0", IMPL_CLONES + [IMPL + "engine.network.Network._run_internal_graph",
+                             IMPL + "engine.network.Network.from_config",
+                             IMPL + "engine.network.Network.get_config"]),
+    ("1.10.1", CONFIG_1_9 + [CALL, ARGUMENTS]),
+    ("1.11.0", CONFIG_1_9 + [MASKS, SEQUENTIAL_MASKS, CALL, ARGUMENTS]),
+    ("1.12.3", CONFIG_1_9 + [MASKS, SEQUENTIAL_MASKS, CALL, ARGUMENTS]),
+    ("1.13.2", CONFIG_1_9 + [MASKS, SEQUENTIAL_MASKS, CALL, ARGUMENTS]),
     ("1.14.0", [CLONE, NETWORK, FROM_CONFIG, ARGUMENTS]),
     ("1.15.0", ["tensorflow.python.keras.models._make_new_nodes", CLONE, FROM_CONFIG]),
     ("1.15.5", ["tensorflow.python.keras.models._make_new_nodes", CLONE, FROM_CONFIG]),

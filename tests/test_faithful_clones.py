@@ -24,6 +24,15 @@ what the model computes, judged by check's engine.
   also an output): both routines made the call first, with the original
   graph's `w` (`You must feed a value for placeholder tensor`, every
   affected release; ArgumentsMadeBeforeTheirCalls).
+- The same frozen model made from its config (`Model.from_config`,
+  `model_from_json`, `load_model`): TrainableWrittenInConfig writes
+  `"trainable": false` into a frozen model's config, which the releases
+  do not read, and TrainableReadFromConfig reads it back.
+- A Sequential model: clone_model clones it with the Sequential routine,
+  which makes each layer from its config too (LambdaMaskKept, TrainableKept).
+- A frozen model in a wrapper (`TimeDistributed(inner)`): keras 2.0.7 -
+  2.1.3 and tf.keras 1.4 - 1.6 keep its flag when wrapping, and the
+  wrapper's config made it trainable (TrainableKept).
 - A clone on given `input_tensors`: the clone routine called a copy of the
   model's input layer on the given `Input`, and a file saved from the clone
   did not load (`Graph disconnected`, keras-team/keras#11857;
@@ -51,6 +60,8 @@ import keras_clone_fix
 
 # Not a risk of a model (check cannot see it): how the clone is made.
 GIVEN_INPUTS = "clone on given input tensors"
+# A frozen model in a wrapper stays frozen where wrapping keeps its flag.
+FROZEN_WRAPPED = "frozen model in a wrapper"
 
 
 def _families():
@@ -66,7 +77,8 @@ def _families():
             found.append(("keras " + keras.__version__, keras,
                           {LAMBDA_MASK, FROZEN_NESTED, GIVEN_INPUTS, ARGUMENT_MADE_LATER} | (
                               {SURPLUS_MASKS} if version >= (2, 1, 6) else set()) | (
-                              {CALLS_OUT_OF_ORDER} if version < (2, 2, 5) else set()), True))
+                              {CALLS_OUT_OF_ORDER} if version < (2, 2, 5) else set()) | (
+                              {FROZEN_WRAPPED} if version < (2, 1, 4) else set()), True))
     if installed("tensorflow"):
         tensorflow = importlib.import_module("tensorflow")
         version = version_of(tensorflow)[:2]
@@ -87,7 +99,8 @@ def _families():
                               {ARGUMENT_MADE_LATER} if version < (1, 15) else set()) | (
                               {LAMBDA_MASK, FROZEN_NESTED} if version < (1, 14) else set()) | (
                               {UNTAKEN_INPUT} if (1, 10) <= version < (1, 15) else set()) | (
-                              {INPUT_RETURNED} if (1, 10) <= version < (1, 14) else set()),
+                              {INPUT_RETURNED} if (1, 10) <= version < (1, 14) else set()) | (
+                              {FROZEN_WRAPPED} if version < (1, 7) else set()),
                           True))
     if installed("tf_keras"):
         tf_keras = importlib.import_module("tf_keras")
@@ -201,6 +214,38 @@ def frozen_inside_a_nested_model(keras):
     return keras.models.Model(k, L.Dense(1)(outer(k)))
 
 
+def sequential_of_a_lambda_mask_and_a_frozen_model(keras):
+    """A Sequential model: Embedding(mask_zero) -> Lambda(fn, mask=pass it
+    on) -> LSTM -> a frozen model. clone_model clones it with its own
+    routine, which makes each layer from its config too."""
+    L = keras.layers
+    i = L.Input(shape=(2,))
+    frozen = keras.models.Model(i, L.Dense(2)(i), name="frozen")
+    frozen.trainable = False
+    return keras.models.Sequential([
+        L.Embedding(VOCABULARY, 3, mask_zero=True, input_length=STEPS),
+        L.Lambda(lambda x: x * 2.0, mask=lambda x, mask: mask, name="doubled"),
+        L.LSTM(2), frozen])
+
+
+def frozen_model_in_a_wrapper(keras):
+    """`inner.trainable = False; TimeDistributed(inner)`: keras 2.0.7 -
+    2.1.3 and tf.keras 1.4 - 1.6 keep the inner model's flag when wrapping
+    (later ones set it to the wrapper's), and the wrapper's config makes
+    the inner model from its own, which has none."""
+    if keras.__name__.startswith("tensorflow") and version_of(
+            importlib.import_module("tensorflow")) < (1, 6, 0):
+        pytest.skip("TimeDistributed of a model cannot be called on new tensors on tf.keras "
+                    "before TensorFlow 1.6, fix or no fix (1.4.1, 1.5.1: 'NoneType' object has "
+                    "no attribute 'as_list')")
+    L = keras.layers
+    i = L.Input(shape=(3,))
+    inner = keras.models.Model(i, L.Dense(4)(i), name="inner")
+    inner.trainable = False
+    j = L.Input(shape=(STEPS, 3))
+    return keras.models.Model(j, L.Dense(1)(L.TimeDistributed(inner, name="wrapper")(j)))
+
+
 def conditioned_on_two_masked_inputs(keras):
     """Two Embedding(mask_zero) -> one output from both (supports_masking,
     the default compute_mask) -> LSTM."""
@@ -265,6 +310,37 @@ def test_frozen_model_stays_frozen_in_the_clone(request, family, build, frozen):
     clone.fit(random.normal(size=(8, 3)), random.normal(size=(8, 1)), epochs=2, verbose=0)
     for after, was in zip(clone_frozen.get_weights(), before):
         numpy.testing.assert_array_equal(after, was)
+
+
+@pytest.mark.parametrize("build, bug", [
+    (frozen_nested_model, FROZEN_NESTED), (frozen_inside_a_nested_model, FROZEN_NESTED),
+    (frozen_model_in_a_wrapper, FROZEN_WRAPPED)],
+    ids=["nested", "inside a nested model", "in a wrapper"])
+def test_frozen_model_stays_frozen_from_its_config_and_file(request, family, build, bug,
+                                                            tmp_path):
+    """Model.from_config, model_from_json and load_model of a model holding
+    a frozen model: the model's trainable weights, and its predictions. A
+    file saved with the fix (the configs of its frozen model and of the
+    layers inside say so) loads with Keras's own code, the fix off, with
+    the model's trainable weights, and predicts what the model predicts."""
+    expect(request, family, bug, "a frozen nested model comes back trainable from its config")
+    keras, _, mode = family
+    model = build(keras)
+    inputs = _check.make_inputs(keras, model, BATCH, STEPS, seed=0)
+    expected = model.predict(inputs[0])
+    path = str(tmp_path / "model.h5")
+    model.save(path)
+    for rebuilt in (model.__class__.from_config(model.get_config()),
+                    keras.models.model_from_json(model.to_json()),
+                    keras.models.load_model(path)):
+        rebuilt.set_weights(model.get_weights())
+        assert len(rebuilt.trainable_weights) == len(model.trainable_weights)
+        numpy.testing.assert_allclose(rebuilt.predict(inputs[0]), expected, rtol=1e-5, atol=1e-5)
+    if mode == "patched":
+        assert not keras_clone_fix.unpatch().patched
+        loaded = keras.models.load_model(path)
+        assert len(loaded.trainable_weights) == len(model.trainable_weights)
+        numpy.testing.assert_allclose(loaded.predict(inputs[0]), expected, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("nested", [True, False], ids=["nested", "flat"])
@@ -352,6 +428,9 @@ MODELS = [
     (lambda_mask_inside_a_nested_model, LAMBDA_MASK, "the clone's Lambda has no mask"),
     (frozen_nested_model, FROZEN_NESTED, "the clone's nested model is trainable"),
     (frozen_inside_a_nested_model, FROZEN_NESTED, "the clone's nested model is trainable"),
+    (sequential_of_a_lambda_mask_and_a_frozen_model, LAMBDA_MASK,
+     "the Sequential clone's Lambda has no mask, its nested model is trainable"),
+    (frozen_model_in_a_wrapper, FROZEN_WRAPPED, "the clone's wrapped model is trainable"),
     (conditioned_on_two_masked_inputs, SURPLUS_MASKS, "more masks than outputs raise"),
     (calls_in_a_cycle, CALLS_OUT_OF_ORDER, "from_config makes a layer's calls out of order"),
     (argument_made_after_its_call, ARGUMENT_MADE_LATER,
@@ -392,6 +471,9 @@ def test_every_rebuild_computes_what_the_model_computes(request, family, build, 
      "clone", "wrong: largest absolute difference"),
     (frozen_nested_model, "base", FROZEN_NESTED, "a frozen nested model (trainable = False)",
      "clone", "wrong: 4 trainable weights instead of 2"),
+    (frozen_model_in_a_wrapper, "wrapper", FROZEN_WRAPPED,
+     "a frozen model in a wrapper (trainable = False)", "clone",
+     "wrong: 4 trainable weights instead of 2"),
     (conditioned_on_two_masked_inputs, "conditioned", SURPLUS_MASKS,
      "a layer with more masks than outputs (2 for 1)", "nested",
      "error: Exception: Layers should have equal number of output tensors and output masks"),
@@ -407,8 +489,9 @@ def test_every_rebuild_computes_what_the_model_computes(request, family, build, 
     (explicit_mask_tensor, "given_mask", UNTAKEN_INPUT, "a model input that no layer takes as "
      "input (a mask= argument, which the call's recorded arguments leave out)", "clone",
      "wrong: largest absolute difference"),
-], ids=["lambda mask", "frozen nested model", "more masks than outputs", "calls out of order",
-        "argument made later", "input returned", "explicit mask"])
+], ids=["lambda mask", "frozen nested model", "frozen model in a wrapper",
+        "more masks than outputs", "calls out of order", "argument made later", "input returned",
+        "explicit mask"])
 def test_check_names_the_risk_and_its_check_sees_it(family, build, path, bug, what, check, wrong):
     """`check`'s engine, in this interpreter: the layer is named at risk where
     the release has the bug, and the check fails unpatched only there."""

@@ -5,6 +5,7 @@ These run on every Python the wheel supports; test_fix.py and
 test_call_on_new_tensors.py prove the rules on real Keras.
 """
 
+import copy
 import functools
 import sys
 
@@ -491,6 +492,72 @@ def test_lambda_mask_and_trainable_kept():
     other = FromConfig()
     other.mask = "not a Lambda's"  # only a Lambda's mask is carried
     assert fixed(other, {}).mask is None
+
+
+def clone_sequential_like_keras(layers):
+    def clone(layer):
+        return layer.__class__.from_config(layer.get_config())
+
+    return [clone(layer) for layer in layers]
+
+
+def test_lambda_mask_and_trainable_kept_in_the_sequential_clone():
+    fixed = build_fixed(clone_sequential_like_keras, ["LambdaMaskKept", "TrainableKept"])
+    original = Lambda()
+    original.mask, original.supports_masking, original.trainable = "mask_fn", True, False
+    (clone,) = fixed([original])
+    assert (clone.mask, clone.supports_masking, clone.trainable) == ("mask_fn", True, False)
+
+
+class Wrapper(FromConfig):
+    """A wrapper (TimeDistributed): its from_config makes the layer it wraps
+    from that one's config, which leaves `trainable` out."""
+
+    def __init__(self):
+        self.layer = FromConfig()
+
+
+def test_trainable_kept_in_a_wrapper():
+    fixed = build_fixed(clone_step_like_keras, ["TrainableKept"])
+    original = Wrapper()
+    original.layer.trainable = False
+    assert clone_step_like_keras(original, {}).layer.trainable is True
+    assert fixed(original, {}).layer.trainable is False
+
+
+class SavedModel(object):
+    """A model whose config holds an InputLayer's (no `trainable` key), a
+    layer's, and a wrapper's of a Sequential's (a list, keras < 2.2)."""
+    trainable = True
+
+    def get_config(self):
+        config = {"name": "m", "layers": [
+            {"class_name": "InputLayer", "config": {"name": "i"}},
+            {"class_name": "Dense", "config": {"name": "d", "trainable": True}},
+            {"class_name": "TimeDistributed", "config": {"name": "t", "trainable": True, "layer": {
+                "class_name": "Sequential", "config": [
+                    {"class_name": "Dense", "config": {"name": "e", "trainable": True}}]}}}]}
+        return copy.deepcopy(config)
+
+    @classmethod
+    def from_config(cls, config, custom_objects=None):
+        return cls()
+
+
+def test_a_frozen_model_is_written_into_its_config_and_read_back():
+    get_config = build_fixed(SavedModel.__dict__["get_config"], ["TrainableWrittenInConfig"])
+    from_config = build_fixed(SavedModel.__dict__["from_config"].__func__,
+                              ["TrainableReadFromConfig"])
+    model = SavedModel()
+    assert get_config(model) == model.get_config()  # a model that is not frozen: as written
+    model.trainable = False
+    config = get_config(model)
+    layers = config["layers"]
+    assert config["trainable"] is False and "trainable" not in layers[0]["config"]
+    assert layers[1]["config"]["trainable"] is False and layers[2]["config"]["trainable"] is False
+    assert layers[2]["config"]["layer"]["config"][0]["config"]["trainable"] is False
+    assert from_config(SavedModel, config).trainable is False
+    assert from_config(SavedModel, model.get_config()).trainable is True
 
 
 class KerasTensor(object):
