@@ -217,12 +217,12 @@ def install(session, *requirements):
     stamp = os.path.join(location, BUILT_FROM)
     if os.path.exists(stamp) and read(stamp) == built_from:
         # As in a new environment: no files the last run's package wrote (the
-        # stored builds of keras_clone_fix/__pycache__).
-        session.run("python", "-m", "pip", "uninstall", "--yes", "--quiet", "keras-clone-fix")
+        # stored builds of keras_clone_fix/__pycache__). session.install, not
+        # session.run: --install-only runs the one, not the other.
         for leftover in glob.glob(os.path.join(location, "lib", "python*", "site-packages",
                                                "keras_clone_fix")):
             shutil.rmtree(leftover)
-        session.install("--no-deps", wheel)
+        session.install("--no-deps", "--force-reinstall", wheel)
         return
     if session.virtualenv._reused:  # nox 2024.10.9 (.ci/run pins it) says so
         shutil.rmtree(location)

@@ -1,4 +1,5 @@
-"""The README's sample outputs are what the commands print: each fenced block
+"""The samples of README.md (`check`) and docs/cli.md (the self-check) are
+what the commands print: each fenced block
 after a `<!-- sample: COMMAND -->` comment is compared with the output of
 COMMAND, run in the session the samples come from (keras 2.2.4 on
 TensorFlow 1.15.5, Python 3.7: tests(keras-2.2.4-tf-1.15)), paths, seconds,
@@ -19,7 +20,8 @@ import pytest
 
 from conftest import KERAS, TESTS, installed, run_python
 
-README = os.path.join(os.path.dirname(TESTS), "README.md")
+ROOT = os.path.dirname(TESTS)
+README, CLI_PAGE = os.path.join(ROOT, "README.md"), os.path.join(ROOT, "docs", "cli.md")
 SAMPLE = re.compile(r"^<!-- sample: (.+?) -->\n+```\n(.*?)^```$", re.MULTILINE | re.DOTALL)
 PATH = re.compile(r"(?<![\w.])/[^\s'\",()]+")
 SECONDS = re.compile(r"\b\d+(?:\.\d+)? s\b")
@@ -55,8 +57,8 @@ def normalised(text):
     return PADDING.sub("  ", MEMORY.sub("N MB", SECONDS.sub("N s", PATH.sub("PATH", text))))
 
 
-def samples():
-    with io.open(README, encoding="utf-8") as read:
+def samples(page):
+    with io.open(page, encoding="utf-8") as read:
         return SAMPLE.findall(read.read())
 
 
@@ -83,31 +85,32 @@ def printed(command, directory):
     return shown(finished.stdout)
 
 
-def rewrite(outputs):
-    """README.md with these outputs in its sample blocks, in order."""
-    with io.open(README, encoding="utf-8") as read:
+def rewrite(page, outputs):
+    """The page with these outputs in its sample blocks, in order."""
+    with io.open(page, encoding="utf-8") as read:
         text = read.read()
     outputs = iter(outputs)
     text = SAMPLE.sub(lambda found: found.group(0)[:found.start(2) - found.start(0)]
                       + next(outputs) + "```", text)
-    with io.open(README, "w", encoding="utf-8") as written:
+    with io.open(page, "w", encoding="utf-8") as written:
         written.write(text)
 
 
-def test_the_readme_shows_samples_of_both_commands():
-    commands = [command for command, _ in samples()]
-    assert "python -m keras_clone_fix" in commands, commands
-    assert any(command.startswith("python -m keras_clone_fix check ") for command in commands)
+def test_the_pages_show_samples_of_both_commands():
+    assert any(command.startswith("python -m keras_clone_fix check ")
+               for command, _ in samples(README))
+    assert "python -m keras_clone_fix" in [command for command, _ in samples(CLI_PAGE)]
 
 
-def test_readme_samples_are_what_the_commands_print(user_directory):
+@pytest.mark.parametrize("page", [README, CLI_PAGE], ids=["README.md", "docs/cli.md"])
+def test_samples_are_what_the_commands_print(user_directory, page):
     outputs = [(command, block, printed(command, user_directory))
-               for command, block in samples()]
+               for command, block in samples(page)]
     if os.environ.get("README_SAMPLES") == "write":
-        rewrite([output for _, _, output in outputs])
+        rewrite(page, [output for _, _, output in outputs])
         return
-    wrong = ["README.md's block after <!-- sample: {} --> should be:\n```\n{}```".format(
-        command, output) for command, block, output in outputs
+    wrong = ["{}'s block after <!-- sample: {} --> should be:\n```\n{}```".format(
+        os.path.relpath(page, ROOT), command, output) for command, block, output in outputs
         if normalised(block) != normalised(output)]
     assert not wrong, "\n\n".join(wrong + [
         "(README_SAMPLES=write rewrites them: see docs/testing.md)"])
