@@ -466,6 +466,15 @@ def test_every_rebuild_computes_what_the_model_computes(request, family, build, 
         results
 
 
+def records_the_mask_tensor(keras):
+    """keras, and tf.keras from TensorFlow 1.15 (measured on 1.15.5: unpatched, the clone of
+    explicit_mask_tensor raises Graph disconnected), keep a mask= tensor among the call's
+    recorded arguments."""
+    return keras.__name__ == "keras" or (
+        keras.__name__.split(".")[0] in ("tensorflow", "tensorflow_core")
+        and version_of(importlib.import_module("tensorflow"))[:2] >= (1, 15))
+
+
 @pytest.mark.parametrize("build, path, bug, what, check, wrong", [
     (lambda_with_a_mask, "doubled", LAMBDA_MASK, "a Lambda with a mask (its config has none)",
      "clone", "wrong: largest absolute difference"),
@@ -496,9 +505,9 @@ def test_check_names_the_risk_and_its_check_sees_it(family, build, path, bug, wh
     """`check`'s engine, in this interpreter: the layer is named at risk where
     the release has the bug, and the check fails unpatched only there."""
     keras, bugs, mode = family
-    if mode == "unpatched" and bug == UNTAKEN_INPUT and keras.__name__ == "keras":
-        pytest.skip("keras records the mask tensor, and unpatched passes it back as it was "
-                    "(MapTensorsInCallArguments' bug, named as tensor arguments)")
+    if mode == "unpatched" and bug == UNTAKEN_INPUT and records_the_mask_tensor(keras):
+        pytest.skip("the release records the mask tensor, and unpatched its clone passes it back "
+                    "as it was (MapTensorsInCallArguments' bug, named as tensor arguments)")
     model = build(keras)
     named = [(at, found) for at, found, checks in _check.risks(keras, model) if check in checks]
     assert ((path, what) in named) is (bug in bugs)

@@ -80,7 +80,7 @@ def printed(command, directory):
     words = shlex.split(command)
     assert words[:3] == ["python", "-m", "keras_clone_fix"], command
     # The user's directory, then what the tests run with (a tree put before the installed package).
-    path = [directory] + [os.environ["PYTHONPATH"]] * bool(os.environ.get("PYTHONPATH"))
+    path = [directory] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
     finished = run_python(words[1:], cwd=directory, env={"PYTHONPATH": os.pathsep.join(path)})
     return shown(finished.stdout)
 
