@@ -1,3 +1,4 @@
+import contextlib
 import importlib
 import json
 import os
@@ -206,14 +207,22 @@ def warnings_in(stderr):
 MODES = ["patched", pytest.param("unpatched", marks=pytest.mark.unpatched)]
 
 
-@pytest.fixture(params=MODES)
-def clone_mode(request):
-    """Run the test with the fix on, then off; restore the state after."""
+@contextlib.contextmanager
+def fix_in_mode(mode):
+    """The fix on ("patched") or off ("unpatched") inside, the state before
+    restored after."""
     with _activation.restoring():
-        if request.param == "patched":
+        if mode == "patched":
             assert keras_clone_fix.patch().patched
         else:
             assert not keras_clone_fix.unpatch().patched
+        yield
+
+
+@pytest.fixture(params=MODES)
+def clone_mode(request):
+    """Run the test with the fix on, then off; restore the state after."""
+    with fix_in_mode(request.param):
         yield request.param
 
 

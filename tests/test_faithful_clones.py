@@ -49,8 +49,7 @@ import importlib
 
 import pytest
 
-from conftest import expect_upstream_failure, installed, version_of
-from keras_clone_fix import _activation
+from conftest import expect_upstream_failure, fix_in_mode, installed, version_of
 from keras_clone_fix._affected import (
     ARGUMENT_MADE_LATER, CALLS_OUT_OF_ORDER, FROZEN_NESTED, INPUT_RETURNED, LAMBDA_MASK,
     MASK_FLAG_DENIED, SURPLUS_MASKS, UNTAKEN_INPUT)
@@ -130,11 +129,7 @@ def family(request):
     """(keras module, the bugs its release has, mode): the fix on, then
     off, where the release is patched; off only on the reference."""
     (_, keras, bugs, _), mode = request.param
-    with _activation.restoring():
-        if mode == "patched":
-            assert keras_clone_fix.patch().patched
-        else:
-            assert not keras_clone_fix.unpatch().patched
+    with fix_in_mode(mode):
         yield keras, bugs, mode
     if hasattr(keras.backend, "clear_session"):
         keras.backend.clear_session()

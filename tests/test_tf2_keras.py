@@ -17,10 +17,10 @@ import os
 
 import pytest
 
-import keras_clone_fix
 from conftest import (
-    expect_upstream_failure, installed, run_pytest, run_python, run_python_once, version_of)
-from keras_clone_fix import _activation, _check
+    expect_upstream_failure, fix_in_mode, installed, run_pytest, run_python, run_python_once,
+    version_of)
+from keras_clone_fix import _check
 from keras_clone_fix._affected import target_name, targets_for
 
 GRAPH_MODE = "KERAS_CLONE_FIX_TEST_GRAPH_MODE"  # set: this module runs with eager execution off
@@ -81,11 +81,7 @@ def family(request):
     """(keras module, release, mode): the fix on, then off, where the
     release is patched; off only elsewhere (2.7 on, the reference)."""
     (_, keras, release), mode = request.param
-    with _activation.restoring():
-        if mode == "patched":
-            assert keras_clone_fix.patch().patched
-        else:
-            assert not keras_clone_fix.unpatch().patched
+    with fix_in_mode(mode):
         yield keras, release, mode
     keras.backend.clear_session()
 
