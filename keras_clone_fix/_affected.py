@@ -23,7 +23,8 @@ RELEASES = {
          "masks written into the original; recorded masks passed back (to 2.0.2); "
          "the original's tensors in call arguments; keyword tensors made after their "
          "call; masked tensors refused by a model; frozen models unfrozen when loaded "
-         "(a frozen model's config without trainable)"),
+         "(a frozen model's config without trainable); tensor arguments left out of a "
+         "model's config (refused)"),
         ((2, 0, 7), (2, 2, 5), True,
          "clone_model, calling a model on new tensors, and from_config (load_model): "
          "multi-output layers' outputs dropped or refused; outputs or masks lost in "
@@ -33,7 +34,7 @@ RELEASES = {
          "(to 2.2.2); a Lambda's mask lost in clones; frozen nested models unfrozen in "
          "clones; clones on input_tensors that do not reload; layer calls reordered by "
          "from_config; frozen models unfrozen when loaded (a frozen model's config without "
-         "trainable)"),
+         "trainable); tensor arguments left out of a model's config (refused)"),
         ((2, 2, 5), (2, 4, 0), True,
          "clone_model and calling a model on new tensors: multi-output layers' outputs "
          "dropped or refused (masking layers); outputs or masks lost in clones (nested "
@@ -42,7 +43,7 @@ RELEASES = {
          "initial_state or constants passed twice; a Lambda's mask lost in clones; "
          "frozen nested models unfrozen in clones; clones on input_tensors that do not "
          "reload; frozen models unfrozen when loaded (a frozen model's config without "
-         "trainable)"),
+         "trainable); tensor arguments left out of a model's config (refused)"),
         ((2, 4, 0), (2, 5, 0), False,
          "Keras 2.4 is a front for tf.keras: its routines are TensorFlow's, which the "
          "tensorflow family's rows patch"),
@@ -72,7 +73,8 @@ RELEASES = {
          "(to 1.13); "
          "frozen nested models unfrozen in clones (to 1.13); clones on input_tensors "
          "that do not reload; layer calls reordered by from_config; frozen models unfrozen "
-         "when loaded (to 1.13; a frozen model's config without trainable)"),
+         "when loaded (to 1.13; a frozen model's config without trainable); tensor arguments "
+         "left out of a model's config (refused)"),
         ((1, 15, 0), (2, 0, 0), True,
          "tf.keras's clone_model and from_config (load_model): the original's tensors in "
          "call arguments; clones on input_tensors that do not reload; layer calls "
@@ -110,6 +112,8 @@ CALLS_OUT_OF_ORDER = "calls out of order"  # a model's from_config makes a layer
 MASK_FLAG_DENIED = "mask flag denied"
 INPUT_RETURNED = "input returned"  # a layer returning its masked input tensor unchanged
 UNTAKEN_INPUT = "untaken input"  # a model input no layer takes as input (a mask= tensor)
+# a tensor argument of a layer call (not one of its inputs) that a model's config leaves out
+ARGUMENT_NOT_IN_CONFIG = "argument not in config"
 # GivenInputLayersKept and GivenInputLayersTaken answer how a clone is made
 # (on given input_tensors), nothing a model has.
 RULE_RISKS = {
@@ -133,6 +137,7 @@ RULE_RISKS = {
     "OwnComputeMaskCounted": (MASK_FLAG_DENIED,),
     "MaskSetOnCopiedOutputs": (INPUT_RETURNED,),
     "ExplicitMaskRecorded": (UNTAKEN_INPUT,),
+    "TensorArgumentsRefused": (ARGUMENT_NOT_IN_CONFIG,),
 }
 # What each rule mends, in a user's words: every affected range's reason in
 # RELEASES, and its row of the README's table, names the rules its targets
@@ -158,6 +163,7 @@ RULE_WORDS = {
     "ExplicitMaskRecorded": "an explicit mask= replaced by the propagated one",
     "TrainableWrittenInConfig": "a frozen model's config without trainable",
     "TrainableReadFromConfig": "frozen models unfrozen when loaded",
+    "TensorArgumentsRefused": "tensor arguments left out of a model's config (refused)",
 }
 # The checks (_check.CHECKS) that a routine's mistakes endanger: the clone
 # routines clone (multi_gpu_model clones too; a Sequential model is cloned by
@@ -287,11 +293,11 @@ TARGETS = (
     Target("keras", "keras.engine.network", "Network.from_config", (2, 2, 5), (2, 4, 0),
            ("TrainableReadFromConfig",), "the same; a frozen model comes back trainable"),
     Target("keras", "keras.engine.topology", "Container.get_config", (2, 0, 0), (2, 2, 0),
-           ("TrainableWrittenInConfig",),
+           ("TrainableWrittenInConfig", "TensorArgumentsRefused"),
            "a model's config (what a file saves, what loading and a clone's nested models are "
-           "made from) has no trainable"),
+           "made from) has no trainable, and leaves a call's tensor arguments out"),
     Target("keras", "keras.engine.network", "Network.get_config", (2, 2, 0), (2, 4, 0),
-           ("TrainableWrittenInConfig",), "the same routine in Network"),
+           ("TrainableWrittenInConfig", "TensorArgumentsRefused"), "the same routine in Network"),
     # tf.keras: the same routines, moved from module to module by TensorFlow.
     Target("tensorflow", "tensorflow.python.keras._impl.keras.models", "_clone_functional_model",
            (1, 4, 0), (1, 9, 0), CLONE_RULES,
@@ -416,14 +422,21 @@ TARGETS = (
            "the same, tf.keras's, in the keras package 2.5 (keras-nightly) and 2.6; 2.7 keeps "
            "the order"),
     Target("tensorflow", "tensorflow.python.keras._impl.keras.engine.topology",
-           "Network.get_config", (1, 4, 0), (1, 7, 0), ("TrainableWrittenInConfig",),
+           "Network.get_config", (1, 4, 0), (1, 7, 0),
+           ("TrainableWrittenInConfig", "TensorArgumentsRefused"),
            "a model's config (what a file saves, what loading and a clone's nested models are "
-           "made from) has no trainable"),
+           "made from) has no trainable, and leaves a call's tensor arguments out"),
     Target("tensorflow", "tensorflow.python.keras._impl.keras.engine.network",
-           "Network.get_config", (1, 7, 0), (1, 9, 0), ("TrainableWrittenInConfig",),
+           "Network.get_config", (1, 7, 0), (1, 9, 0),
+           ("TrainableWrittenInConfig", "TensorArgumentsRefused"),
            "the same routine, moved to tf.keras's Network in 1.7"),
     Target("tensorflow", "tensorflow.python.keras.engine.network", "Network.get_config",
-           (1, 9, 0), (1, 14, 0), ("TrainableWrittenInConfig",), "the same, out of _impl in 1.9"),
+           (1, 9, 0), (1, 14, 0), ("TrainableWrittenInConfig", "TensorArgumentsRefused"),
+           "the same, out of _impl in 1.9"),
+    Target("tensorflow", "tensorflow.python.keras.engine.network", "Network.get_config",
+           (1, 14, 0), (1, 15, 0), ("TensorArgumentsRefused",),
+           "the same; 1.14's layers carry a frozen model's flag in their configs, and 1.15 "
+           "writes a tensor argument as [layer name, node index, tensor index]"),
     Target("tensorflow", "tensorflow.python.keras.engine.base_layer", "Layer._set_mask_metadata",
            (1, 11, 0), (1, 14, 0), ("MaskAlreadyComputedKept",),
            "Layer.__call__'s mask bookkeeping: a model called on new tensors has its output "

@@ -25,12 +25,13 @@ import sys
 import traceback
 
 from keras_clone_fix._affected import (
-    ARGUMENT_MADE_LATER, CALLS_OUT_OF_ORDER, FROZEN_NESTED, INPUT_RETURNED, LAMBDA_MASK,
-    MASK_FLAG_DENIED, MASKED_CALL, MULTI_OUTPUT_MASK, NESTED_MASKED, NESTED_OUTPUT_MASKS,
-    SHARED_MODEL, STATE_INPUTS, SURPLUS_MASKS, TENSOR_ARGUMENTS, UNTAKEN_INPUT, api_version,
-    deciding_release, endangered_checks, imported_version, keras_version, package_of, targets_for)
+    ARGUMENT_MADE_LATER, ARGUMENT_NOT_IN_CONFIG, CALLS_OUT_OF_ORDER, FROZEN_NESTED,
+    INPUT_RETURNED, LAMBDA_MASK, MASK_FLAG_DENIED, MASKED_CALL, MULTI_OUTPUT_MASK, NESTED_MASKED,
+    NESTED_OUTPUT_MASKS, SHARED_MODEL, STATE_INPUTS, SURPLUS_MASKS, TENSOR_ARGUMENTS,
+    UNTAKEN_INPUT, api_version, deciding_release, endangered_checks, imported_version,
+    keras_version, package_of, targets_for)
 from keras_clone_fix._runtime import (
-    arguments_made_later, computes_masks, is_lambda, tensors_in)
+    arguments_left_out, arguments_made_later, computes_masks, is_lambda, tensors_in)
 
 OK, WRONG, ERROR, UNAVAILABLE = "ok", "wrong", "error", "unavailable"
 FAILED = (WRONG, ERROR)
@@ -315,6 +316,10 @@ def model_risks(keras, model):
         if arguments:
             found.append((path, TENSOR_ARGUMENTS, "called with tensor arguments: " + ", ".join(
                 arguments), nested))
+            left_out = sorted(set(name for node in nodes for name in arguments_left_out(node)))
+            if left_out:
+                found.append((path, ARGUMENT_NOT_IN_CONFIG, "called with tensor arguments that "
+                              "a model's config leaves out: " + ", ".join(left_out), nested))
         elif is_rnn(layer) and any(len(as_list(node.input_tensors)) > 1 for node in nodes):
             # keras 2.2.5 and tf.keras make an RNN's initial_state and constants inputs
             found.append((path, STATE_INPUTS, "an RNN called with initial_state or constants",
@@ -345,7 +350,8 @@ def model_risks(keras, model):
             config = each.get_config()
         except Exception:  # whatever a layer's get_config raises
             # A config that cannot be written is never read back: a custom layer
-            # without get_config, a tensor keyword argument on tf.keras 1.14 (ValueError).
+            # without get_config, a tensor keyword argument (refused with the fix; on
+            # tf.keras 1.14 a model input that only such an argument takes: ValueError).
             continue
         for name in layers_called_out_of_order(config):
             found.append((prefix + name, CALLS_OUT_OF_ORDER, "a layer whose calls the model's "

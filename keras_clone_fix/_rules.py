@@ -36,7 +36,7 @@ from keras_clone_fix._runtime import (
     given_input_layers_mapped, keras_masks, lambda_mask_kept, mask_through_input_layer,
     one_mask_per_output, propagated_mask_popped, recorded_output_masks, layer_calls_in_order,
     nodes_by_depth_in_call_order, tensors_mapped, trainable_kept, trainable_read,
-    trainable_written, without_propagated_mask)
+    trainable_written, tensor_arguments_refused, without_propagated_mask)
 
 _HELPER_PREFIX = "_keras_clone_fix_"
 # These rules' text as imported: a stored build is used only where the
@@ -841,6 +841,51 @@ class ArgumentsMadeBeforeTheirCalls(Rule):
             return [_located(self.rewritten(ordered), node), node]
         return node
 
+
+
+def _dumps_node_arguments(statement):
+    """`json.dumps(node.arguments)`, the statement a model's get_config tries."""
+    call = getattr(statement, "value", None)
+    return (isinstance(statement, ast.Expr) and isinstance(call, ast.Call)
+            and _is_attribute(call.func, "json", "dumps") and len(call.args) == 1
+            and _is_attribute(call.args[0], "node", "arguments"))
+
+
+class TensorArgumentsRefused(Rule):
+    """A model's `get_config`: in `try: json.dumps(node.arguments) ... except
+    TypeError: <warn>; kwargs = {}`, the handler starts with
+    `tensor_arguments_refused(layer, node)`.
+
+    Keras 2.0.0 - 2.3.1 and tf.keras of TensorFlow 1.4 - 1.14 leave out of
+    the config every argument of a layer call that JSON cannot hold, with a
+    warning: a tensor argument (`Attend()(x, attention_mask=w)`, `LSTM(2)(x,
+    mask=m)`) is not there, and `Model.from_config`, `model_from_json` and
+    `load_model` make the call without it (`ValueError`, or other numbers
+    with no error: tf.keras 1.13). No form of the config brings it back on
+    those releases: their `from_config` passes a call's arguments to the
+    layer as the config has them. TensorFlow 1.15 and tf_keras write `[layer
+    name, node index, tensor index]` for it and make the tensor from that.
+    The fix refuses such a config in one line, naming the layer and the
+    argument: no file is written that loads as another model. An argument
+    whose tensors are all inputs of the call (an RNN's `initial_state`)
+    comes back with them, and the rest is left out as before.
+    """
+
+    helpers = (tensor_arguments_refused,)
+
+    def visit_Try(self, node):
+        self.generic_visit(node)
+        if any(_dumps_node_arguments(statement) for statement in node.body):
+            for handler in node.handlers:
+                if _name(handler.type) == "TypeError":
+                    call = _call(_helper(tensor_arguments_refused),
+                                 ast.Name(id="layer", ctx=ast.Load()),
+                                 ast.Name(id="node", ctx=ast.Load()))
+                    handler.body.insert(0, _located(self.rewritten(ast.Expr(value=call)),
+                                                    handler.body[0]))
+        return node
+
+    visit_TryExcept = visit_Try  # Python 2's try ... except
 
 # The compiler flags of every __future__ feature: those among a code object's
 # flags are the features its module imported, which its source compiles with

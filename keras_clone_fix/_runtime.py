@@ -164,6 +164,40 @@ def arguments_not_in_inputs(kwargs, node):
     return kept
 
 
+class ArgumentNotInConfig(NotImplementedError):
+    """A model's config cannot hold a tensor argument of one of its layer
+    calls: what Keras raises for a model without a config (a subclassed one)
+    is what the callers that can do without one (the JSON asset of tf.keras
+    1.12 - 1.14's SavedModel export) expect."""
+
+
+def arguments_left_out(node):
+    """The names of a layer call's recorded arguments that a model's config
+    leaves out and its layer calls cannot make again: those holding a Keras
+    tensor (json.dumps refuses it) that is not among the call's inputs. An
+    argument whose tensors are all inputs of the call (an RNN's initial_state
+    or constants) comes back with them, as the clone routine's do
+    (arguments_not_in_inputs)."""
+    kept = arguments_not_in_inputs(node.arguments or {}, node)
+    return sorted(name for name, value in kept.items() if tensors_in(value))
+
+
+def tensor_arguments_refused(layer, node):
+    """Raises ArgumentNotInConfig, in one line naming the layer and the
+    arguments, where a model's config would leave out a tensor argument of
+    the layer's call `node` (arguments_left_out): the model made from it
+    would compute without it. Else returns, and the release leaves the
+    arguments out as before (a plain backend tensor, K.learning_phase())."""
+    names = arguments_left_out(node)
+    if names:
+        raise ArgumentNotInConfig(
+            "layer {!r} is called with the tensor argument{} {}, which this release's model "
+            "config cannot hold (the model made from it would compute without it): save the "
+            "weights with save_weights and build the model in code to load them "
+            "(keras-clone-fix)".format(layer.name, "s" if len(names) > 1 else "",
+                                       ", ".join(names)))
+
+
 def is_lambda(layer):
     """A Lambda layer, or a subclass of one: known by a base of that name."""
     return any(cls.__name__ == "Lambda" for cls in type(layer).__mro__)
@@ -365,4 +399,4 @@ HELPERS = dict((helper.__name__, helper) for helper in (
     arguments_not_in_inputs, mask_through_input_layer, keras_masks, lambda_mask_kept,
     trainable_kept, trainable_written, trainable_read, given_input_layer,
     given_input_layers_mapped, layer_calls_in_order, nodes_by_depth_in_call_order, computes_masks,
-    propagated_mask_popped))
+    propagated_mask_popped, tensor_arguments_refused))

@@ -114,7 +114,7 @@ CONFIG_1_9 = [CLONE, SEQUENTIAL, NETWORK, FROM_CONFIG, GET_CONFIG]
     ("1.11.0", CONFIG_1_9 + [MASKS, SEQUENTIAL_MASKS, CALL, ARGUMENTS]),
     ("1.12.3", CONFIG_1_9 + [MASKS, SEQUENTIAL_MASKS, CALL, ARGUMENTS]),
     ("1.13.2", CONFIG_1_9 + [MASKS, SEQUENTIAL_MASKS, CALL, ARGUMENTS]),
-    ("1.14.0", [CLONE, NETWORK, FROM_CONFIG, ARGUMENTS]),
+    ("1.14.0", [CLONE, NETWORK, FROM_CONFIG, GET_CONFIG, ARGUMENTS]),
     ("1.15.0", ["tensorflow.python.keras.models._make_new_nodes", CLONE, FROM_CONFIG]),
     ("1.15.5", ["tensorflow.python.keras.models._make_new_nodes", CLONE, FROM_CONFIG]),
     ("2.0.0", [CLONE, "tensorflow.python.keras.engine.network.reconstruct_from_config"]),

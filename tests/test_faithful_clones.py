@@ -37,6 +37,10 @@ what the model computes, judged by check's engine.
   model's input layer on the given `Input`, and a file saved from the clone
   did not load (`Graph disconnected`, keras-team/keras#11857;
   GivenInputLayersKept).
+- A layer called with a tensor argument (`Attend()(h, attention_mask=w)`,
+  `LSTM(2)(x, mask=m)`): the model's config of keras 2.x and tf.keras 1.4 -
+  1.14 leaves it out, and the model made from it computes without it; the
+  fix refuses that config in one line (TensorArgumentsRefused).
 
 Runs on each family installed here at a release with clone_model: keras
 2.0.7 - 2.3.1 and tf.keras of TensorFlow 1.4 - 1.15, patched and unpatched
@@ -51,8 +55,9 @@ import pytest
 
 from conftest import expect_upstream_failure, fix_in_mode, installed, version_of
 from keras_clone_fix._affected import (
-    ARGUMENT_MADE_LATER, CALLS_OUT_OF_ORDER, FROZEN_NESTED, INPUT_RETURNED, LAMBDA_MASK,
-    MASK_FLAG_DENIED, SURPLUS_MASKS, UNTAKEN_INPUT)
+    ARGUMENT_MADE_LATER, ARGUMENT_NOT_IN_CONFIG, CALLS_OUT_OF_ORDER, FROZEN_NESTED,
+    INPUT_RETURNED, LAMBDA_MASK, MASK_FLAG_DENIED, SURPLUS_MASKS, UNTAKEN_INPUT)
+from keras_clone_fix._runtime import ArgumentNotInConfig
 
 import keras_clone_fix
 
@@ -74,7 +79,8 @@ def _families():
         # test_model_boundary); the rules are the same there.
         if (2, 0, 7) <= version < (2, 4, 0) and keras.backend.backend() != "theano":
             found.append(("keras " + keras.__version__, keras,
-                          {LAMBDA_MASK, FROZEN_NESTED, GIVEN_INPUTS, ARGUMENT_MADE_LATER} | (
+                          {LAMBDA_MASK, FROZEN_NESTED, GIVEN_INPUTS, ARGUMENT_MADE_LATER,
+                           ARGUMENT_NOT_IN_CONFIG} | (
                               {SURPLUS_MASKS} if version >= (2, 1, 6) else set()) | (
                               {CALLS_OUT_OF_ORDER} if version < (2, 2, 5) else set()) | (
                               {FROZEN_WRAPPED} if version < (2, 1, 4) else set()), True))
@@ -95,7 +101,8 @@ def _families():
             # composed flat. Here the patched model and tf_keras run it.)
             found.append(("tf.keras " + tensorflow.__version__, tensorflow.keras,
                           {GIVEN_INPUTS, CALLS_OUT_OF_ORDER} | (
-                              {ARGUMENT_MADE_LATER} if version < (1, 15) else set()) | (
+                              {ARGUMENT_MADE_LATER, ARGUMENT_NOT_IN_CONFIG} if version < (1, 15)
+                              else set()) | (
                               {LAMBDA_MASK, FROZEN_NESTED} if version < (1, 14) else set()) | (
                               {UNTAKEN_INPUT} if (1, 10) <= version < (1, 15) else set()) | (
                               {INPUT_RETURNED} if (1, 10) <= version < (1, 14) else set()) | (
@@ -515,3 +522,86 @@ def test_check_names_the_risk_and_its_check_sees_it(family, build, path, bug, wh
         assert "{result}: {detail}".format(**got).startswith(wrong), got
     else:
         assert got == _check.result(_check.OK), got
+
+
+def attention_from_a_layer(keras):
+    """Attend()(h, attention_mask=w): `w = Dense(3)(b)`, a layer of the model
+    that also makes h (`h = Dense(3)(add([a, w]))`), deeper than Attend's call."""
+    L = keras.layers
+
+    class Attend(L.Layer):
+        def call(self, inputs, attention_mask=None):
+            return inputs * attention_mask
+
+        def compute_output_shape(self, input_shape):
+            return input_shape
+
+    a, b = L.Input(shape=(3,)), L.Input(shape=(3,))
+    w = L.Dense(3, name="w")(b)
+    h = L.Dense(3, name="h")(L.add([a, w]))
+    return keras.models.Model([a, b], L.Dense(1)(Attend(name="attend")(h, attention_mask=w)))
+
+
+def encoder_states_start_the_decoder(keras):
+    """Keras's seq2seq: LSTM(2)(d, initial_state=[h, c]), states that the call
+    takes as inputs too (keras 2.0.9 - 2.2.4 record them as arguments as well)."""
+    L = keras.layers
+    e, d = L.Input(shape=(STEPS, 3)), L.Input(shape=(STEPS, 4))
+    _, h, c = L.LSTM(2, return_state=True)(e)
+    return keras.models.Model([e, d], L.LSTM(2, name="decoder")(d, initial_state=[h, c]))
+
+
+@pytest.mark.parametrize("build, layer_class, keyword", [
+    (attention_from_a_layer, "Attend", "attention_mask"), (explicit_mask_tensor, "LSTM", "mask"),
+    (encoder_states_start_the_decoder, None, None)],
+    ids=["attention_mask=w", "mask=m", "initial_state"])
+def test_a_tensor_argument_is_kept_in_the_config_or_refused(request, family, build, layer_class,
+                                                            keyword, tmp_path):
+    """Model.from_config, model_from_json and load_model of a model whose
+    layer is called with a tensor argument predict what the model predicts
+    (tf_keras and tf.keras 1.15 write the tensor into the config), or, where
+    the release's config leaves the argument out, get_config, to_json and
+    save refuse with the fix, in one line naming the layer and the argument,
+    and `check` names the layer at risk. Unpatched there, the model made from
+    the config raises another error or computes otherwise (tf.keras 1.13:
+    no error). An RNN's initial_state, an input of its call too, comes back
+    from the config as before, and the file saved with the fix loads with
+    Keras's own code."""
+    keras, bugs, mode = family
+    refused = layer_class is not None and ARGUMENT_NOT_IN_CONFIG in bugs
+    expect(request, family, ARGUMENT_NOT_IN_CONFIG if layer_class else None,
+           "the model made from its config computes without the tensor argument",
+           raises=Exception)
+    model = build(keras)
+    custom = dict((type(layer).__name__, type(layer)) for layer in model.layers
+                  if type(layer).__module__ == __name__)
+    named = [layer.name for layer in model.layers if type(layer).__name__ == layer_class]
+    inputs = _check.make_inputs(keras, model, BATCH, STEPS, seed=0)
+    expected = model.predict(inputs)
+    at_risk = [path for path, what, checks in _check.risks(keras, model)
+               if "load" in checks and "a model's config leaves out" in what]
+    if mode == "patched" or keras.__name__ == "tf_keras":
+        assert at_risk == (named if refused else [])
+    path = str(tmp_path / "model.h5")
+
+    def loaded():
+        model.save(path)
+        return keras.models.load_model(path, custom_objects=custom)
+
+    for route in (lambda: model.__class__.from_config(model.get_config(), custom_objects=custom),
+                  lambda: keras.models.model_from_json(model.to_json(), custom_objects=custom),
+                  loaded):
+        if refused and mode == "patched":
+            with pytest.raises(ArgumentNotInConfig) as refusal:
+                route()
+            message = str(refusal.value)
+            assert "\n" not in message and repr(named[0]) in message, message
+            assert "tensor argument {},".format(keyword) in message, message
+            continue
+        rebuilt = route()
+        rebuilt.set_weights(model.get_weights())
+        numpy.testing.assert_allclose(rebuilt.predict(inputs), expected, rtol=1e-5, atol=1e-5)
+    if mode == "patched" and not refused:
+        assert not keras_clone_fix.unpatch().patched
+        loaded = keras.models.load_model(path, custom_objects=custom)
+        numpy.testing.assert_allclose(loaded.predict(inputs), expected, rtol=1e-5, atol=1e-5)

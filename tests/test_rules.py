@@ -832,3 +832,56 @@ def test_explicit_mask_recorded():
     two = [Masked(propagated), Masked(None)]
     assert fixed(None, two, None, (), {"mask": [propagated, None]}) == {}
     assert fixed(None, two, None, (), {"mask": [given, None]}) == {"mask": [given, None]}
+
+
+class Called(object):
+    """A layer with one call: its node's input tensors and recorded arguments."""
+
+    def __init__(self, name, input_tensors, arguments):
+        self.name = name
+        self._inbound_nodes = [_Node(input_tensors, arguments)]
+
+
+class _Node(object):
+    def __init__(self, input_tensors, arguments):
+        self.input_tensors, self.arguments = input_tensors, arguments
+
+
+# Bound by calls, as copy is above.
+json, warnings = importlib.import_module("json"), importlib.import_module("warnings")
+
+
+def config_like_keras(layers):
+    """The arguments a model's get_config (keras 2.x, tf.keras 1.4 - 1.14)
+    writes for each call."""
+    written = []
+    for layer in layers:
+        for node in layer._inbound_nodes:
+            if node.arguments:
+                try:
+                    json.dumps(node.arguments)
+                    kwargs = node.arguments
+                except TypeError:
+                    warnings.warn("Layer " + layer.name + " was passed non-serializable keyword "
+                                  "arguments: they will not be included")
+                    kwargs = {}
+            else:
+                kwargs = {}
+            written.append(kwargs)
+    return written
+
+
+def test_tensor_arguments_refused():
+    get_config = build_fixed(config_like_keras, ["TensorArgumentsRefused"])
+    x, h, w = KerasTensor("x"), KerasTensor("h"), KerasTensor("w")
+    kept = [Called("dense", [x], {"training": True}),
+            Called("decoder", [x, h], {"initial_state": [h]}),  # an input of the call too
+            Called("dropout", [x], {"training": object()})]  # not a Keras tensor: left out
+    with pytest.warns(UserWarning):
+        assert get_config(kept) == [{"training": True}, {}, {}]
+    with pytest.raises(_runtime.ArgumentNotInConfig) as refused:
+        get_config(kept + [Called("attend", [x], {"attention_mask": w, "scale": [h, x]})])
+    assert str(refused.value).startswith(
+        "layer 'attend' is called with the tensor arguments attention_mask, scale, which this "
+        "release's model config cannot hold")
+    assert "\n" not in str(refused.value)
