@@ -110,6 +110,8 @@ CALLS_OUT_OF_ORDER = "calls out of order"  # a model's from_config makes a layer
 MASK_FLAG_DENIED = "mask flag denied"
 INPUT_RETURNED = "input returned"  # a layer returning its masked input tensor unchanged
 UNTAKEN_INPUT = "untaken input"  # a model input no layer takes as input (a mask= tensor)
+# a layer whose output only call arguments take: the model's walk leaves it out
+ARGUMENT_MAKER_LEFT_OUT = "argument maker left out"
 # GivenInputLayersKept and GivenInputLayersTaken answer how a clone is made
 # (on given input_tensors), nothing a model has.
 RULE_RISKS = {
@@ -133,6 +135,7 @@ RULE_RISKS = {
     "OwnComputeMaskCounted": (MASK_FLAG_DENIED,),
     "MaskSetOnCopiedOutputs": (INPUT_RETURNED,),
     "ExplicitMaskRecorded": (UNTAKEN_INPUT,),
+    "ArgumentMakersWalked": (ARGUMENT_MAKER_LEFT_OUT,),
 }
 # What each rule mends, in a user's words: every affected range's reason in
 # RELEASES, and its row of the README's table, names the rules its targets
@@ -158,6 +161,7 @@ RULE_WORDS = {
     "ExplicitMaskRecorded": "an explicit mask= replaced by the propagated one",
     "TrainableWrittenInConfig": "a frozen model's config without trainable",
     "TrainableReadFromConfig": "frozen models unfrozen when loaded",
+    "ArgumentMakersWalked": "layers making only keyword tensors left out of the model",
 }
 # The checks (_check.CHECKS) that a routine's mistakes endanger: the clone
 # routines clone (multi_gpu_model clones too; a Sequential model is cloned by
@@ -191,6 +195,11 @@ ROUTINE_CHECKS = {
     "set_connectivity_metadata": ("clone", "clone_of_clone", "nested", "called_twice",
                                   "multi_gpu"),
     "get_config": ("load",),
+    # The walk that gathers a model's layers and nodes (Container.__init__ to
+    # keras 2.1.6 and tf.keras 1.6, _map_graph_network after): what the clone
+    # and the model called on new tensors compute from.
+    "init": ("clone", "clone_of_clone", "nested", "called_twice", "multi_gpu"),
+    "map_graph_network": ("clone", "clone_of_clone", "nested", "called_twice", "multi_gpu"),
 }
 NESTED_MODEL_CHECKS = ("load", "clone", "clone_of_clone", "multi_gpu")
 
@@ -442,6 +451,27 @@ TARGETS = (
            "Layer._set_connectivity_metadata_", (1, 10, 0), (1, 15, 0), ("ExplicitMaskRecorded",),
            "a layer call records its arguments without the mask the caller gave (mask=m): the "
            "clone and the model called on new tensors compute with the propagated one"),
+    # The walk that gathers a model's nodes and layers follows the tensors a
+    # call takes as inputs, not those in its keyword arguments, to tf.keras
+    # 1.14 (1.15 follows both). Keras 2.0.0 - 2.0.5 set the depths as they walk.
+    Target("keras", "keras.engine.topology", "Container.__init__", (2, 0, 6), (2, 2, 0),
+           ("ArgumentMakersWalked",),
+           "a model's walk of its graph, from its outputs through its calls' inputs: a layer "
+           "whose output only a keyword argument takes is left out of the model"),
+    Target("keras", "keras.engine.network", "_map_graph_network", (2, 2, 0), (2, 4, 0),
+           ("ArgumentMakersWalked",), "the same walk, a function of network.py from 2.2"),
+    Target("tensorflow", "tensorflow.python.layers.base", "Network.__init__", (1, 4, 0),
+           (1, 5, 0), ("ArgumentMakersWalked",),
+           "a tf.keras model's walk of its graph (tf.layers' Network): a layer whose output "
+           "only a keyword argument takes is left out of the model"),
+    Target("tensorflow", "tensorflow.python.layers.network", "GraphNetwork.__init__", (1, 5, 0),
+           (1, 7, 0), ("ArgumentMakersWalked",), "the same walk, in tf.layers' GraphNetwork"),
+    Target("tensorflow", "tensorflow.python.keras._impl.keras.engine.network",
+           "_map_graph_network", (1, 7, 0), (1, 9, 0), ("ArgumentMakersWalked",),
+           "the same walk, a function of tf.keras's network.py from 1.7"),
+    Target("tensorflow", "tensorflow.python.keras.engine.network", "_map_graph_network",
+           (1, 9, 0), (1, 15, 0), ("ArgumentMakersWalked",),
+           "the same, out of _impl in 1.9; 1.15 walks the call arguments too"),
 )
 
 DIGITS = "0123456789"
