@@ -195,9 +195,9 @@ ROUTINE_CHECKS = {
     "set_connectivity_metadata": ("clone", "clone_of_clone", "nested", "called_twice",
                                   "multi_gpu"),
     "get_config": ("load",),
-    # The walk that gathers a model's layers and nodes (Container.__init__ to
-    # keras 2.1.6 and tf.keras 1.6, _map_graph_network after): what the clone
-    # and the model called on new tensors compute from.
+    # The walk that gathers a model's layers and nodes (tf.keras 1.4 - 1.6's
+    # __init__, _map_graph_network after): what the clone and the model called
+    # on new tensors compute from.
     "init": ("clone", "clone_of_clone", "nested", "called_twice", "multi_gpu"),
     "map_graph_network": ("clone", "clone_of_clone", "nested", "called_twice", "multi_gpu"),
 }
@@ -453,13 +453,12 @@ TARGETS = (
            "clone and the model called on new tensors compute with the propagated one"),
     # The walk that gathers a model's nodes and layers follows the tensors a
     # call takes as inputs, not those in its keyword arguments, to tf.keras
-    # 1.14 (1.15 follows both). Keras 2.0.0 - 2.0.5 set the depths as they walk.
-    Target("keras", "keras.engine.topology", "Container.__init__", (2, 0, 6), (2, 2, 0),
+    # 1.14 (1.15 follows both). Keras 2.0.0 - 2.1.6 walk in Container.__init__,
+    # which legacy_model_constructor_support wraps (a closure: not patched).
+    Target("keras", "keras.engine.network", "_map_graph_network", (2, 2, 0), (2, 4, 0),
            ("ArgumentMakersWalked",),
            "a model's walk of its graph, from its outputs through its calls' inputs: a layer "
            "whose output only a keyword argument takes is left out of the model"),
-    Target("keras", "keras.engine.network", "_map_graph_network", (2, 2, 0), (2, 4, 0),
-           ("ArgumentMakersWalked",), "the same walk, a function of network.py from 2.2"),
     Target("tensorflow", "tensorflow.python.layers.base", "Network.__init__", (1, 4, 0),
            (1, 5, 0), ("ArgumentMakersWalked",),
            "a tf.keras model's walk of its graph (tf.layers' Network): a layer whose output "

@@ -22,7 +22,7 @@ def one_mask_per_output(mask, output_tensors):
     return mask
 
 
-def _producer(tensor):
+def making_node(tensor):
     """The node (the layer call) that made a Keras tensor."""
     layer, node_index = tensor._keras_history[:2]
     # Keras 2.0.x names the list inbound_nodes, 2.1 and later _inbound_nodes.
@@ -38,7 +38,7 @@ def recorded_output_masks(output_tensors):
     on each tensor as `_keras_mask` (tf.keras, whose nodes keep no masks)."""
     masks = []
     for tensor in output_tensors:
-        node = _producer(tensor)
+        node = making_node(tensor)
         if hasattr(node, "output_masks"):
             masks.append(node.output_masks[tensor._keras_history[2]])
         else:
@@ -300,7 +300,7 @@ def _producers(node, tensors, depths):
     """The nodes among `depths` (the model's) that made these tensors of a
     call `node`, but the node itself (an input layer's node takes the tensor
     it makes)."""
-    producers = (_producer(tensor) for tensor in tensors_in(tensors))
+    producers = (making_node(tensor) for tensor in tensors_in(tensors))
     return [producer for producer in producers if producer is not node and producer in depths]
 
 
@@ -366,7 +366,7 @@ def _computable(node, given, known):
     decided, the walked ones true)."""
     if node not in known:
         known[node] = False  # Keras tensors make no cycles; this ends a walk that meets one
-        made = [_producer(tensor) for tensor in tensors_in(node.input_tensors)]
+        made = [making_node(tensor) for tensor in tensors_in(node.input_tensors)]
         made = [producer for producer in made if producer is not node]
         known[node] = (all(_computable(producer, given, known) for producer in made)
                        if made else any(id(tensor) in given
@@ -388,7 +388,7 @@ def argument_tensors_to_walk(nodes, nodes_depths, inputs):
         if not arguments or not isinstance(arguments, dict):
             continue
         for tensor in tensors_in(arguments):
-            producer = _producer(tensor)
+            producer = making_node(tensor)
             if producer in nodes_depths:
                 continue
             if known is None:
@@ -416,7 +416,7 @@ def walked_argument_makers_placed(nodes, nodes_depths, layers_depths):
     new_layers = set()
     for node in nodes[first:]:
         made = [nodes_depths[producer] for producer in
-                (_producer(tensor) for tensor in tensors_in(node.input_tensors))
+                (making_node(tensor) for tensor in tensors_in(node.input_tensors))
                 if producer is not node]
         depth = min(made) - 1 if made else deepest
         nodes_depths[node] = depth
