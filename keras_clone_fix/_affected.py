@@ -33,7 +33,7 @@ RELEASES = {
          "(to 2.2.2); a Lambda's mask lost in clones; frozen nested models unfrozen in "
          "clones; clones on input_tensors that do not reload; layer calls reordered by "
          "from_config; frozen models unfrozen when loaded (a frozen model's config without "
-         "trainable)"),
+         "trainable); layers making only keyword tensors left out of the model (from 2.2)"),
         ((2, 2, 5), (2, 4, 0), True,
          "clone_model and calling a model on new tensors: multi-output layers' outputs "
          "dropped or refused (masking layers); outputs or masks lost in clones (nested "
@@ -42,7 +42,7 @@ RELEASES = {
          "initial_state or constants passed twice; a Lambda's mask lost in clones; "
          "frozen nested models unfrozen in clones; clones on input_tensors that do not "
          "reload; frozen models unfrozen when loaded (a frozen model's config without "
-         "trainable)"),
+         "trainable); layers making only keyword tensors left out of the model"),
         ((2, 4, 0), (2, 5, 0), False,
          "Keras 2.4 is a front for tf.keras: its routines are TensorFlow's, which the "
          "tensorflow family's rows patch"),
@@ -72,7 +72,8 @@ RELEASES = {
          "(to 1.13); "
          "frozen nested models unfrozen in clones (to 1.13); clones on input_tensors "
          "that do not reload; layer calls reordered by from_config; frozen models unfrozen "
-         "when loaded (to 1.13; a frozen model's config without trainable)"),
+         "when loaded (to 1.13; a frozen model's config without trainable); layers making "
+         "only keyword tensors left out of the model"),
         ((1, 15, 0), (2, 0, 0), True,
          "tf.keras's clone_model and from_config (load_model): the original's tensors in "
          "call arguments; clones on input_tensors that do not reload; layer calls "
