@@ -25,10 +25,11 @@ import sys
 import traceback
 
 from keras_clone_fix._affected import (
-    ARGUMENT_MADE_LATER, ARGUMENT_MAKER_LEFT_OUT, CALLS_OUT_OF_ORDER, FROZEN_NESTED, INPUT_RETURNED, LAMBDA_MASK,
-    MASK_FLAG_DENIED, MASKED_CALL, MULTI_OUTPUT_MASK, NESTED_MASKED, NESTED_OUTPUT_MASKS,
-    SHARED_MODEL, STATE_INPUTS, SURPLUS_MASKS, TENSOR_ARGUMENTS, UNTAKEN_INPUT, api_version,
-    deciding_release, endangered_checks, imported_version, keras_version, package_of, targets_for)
+    ARGUMENT_MADE_LATER, ARGUMENT_MAKER_LEFT_OUT, CALLS_OUT_OF_ORDER, FROZEN_NESTED,
+    INPUT_RETURNED, LAMBDA_MASK, MASK_FLAG_DENIED, MASKED_CALL, MULTI_OUTPUT_MASK, NESTED_MASKED,
+    NESTED_OUTPUT_MASKS, SHARED_MODEL, STATE_INPUTS, SURPLUS_MASKS, TENSOR_ARGUMENTS,
+    UNTAKEN_INPUT, api_version, deciding_release, endangered_checks, imported_version,
+    keras_version, package_of, targets_for)
 from keras_clone_fix._runtime import (
     arguments_made_later, computes_masks, is_input_layer, is_lambda, making_node, tensors_in)
 
@@ -280,9 +281,8 @@ def model_risks(keras, model):
     whether it runs when a model nested in another is called)], in the
     model's layer order, whatever the release; then, for the model and each
     nested model, its inputs that no layer takes, the layers whose outputs
-    only keyword arguments take, the calls whose tensor
-    arguments its depths make later, and the layers whose calls its config
-    makes out of order."""
+    only keyword arguments take, the calls whose tensor arguments its depths
+    make later, and the layers whose calls its config makes out of order."""
     found = []
     for path, layer in all_layers(keras, model):
         nodes = inbound_nodes(layer)
