@@ -34,7 +34,8 @@ RELEASES = {
          "(to 2.2.2); a Lambda's mask lost in clones; frozen nested models unfrozen in "
          "clones; clones on input_tensors that do not reload; layer calls reordered by "
          "from_config; frozen models unfrozen when loaded (a frozen model's config without "
-         "trainable); tensor arguments left out of a model's config (refused)"),
+         "trainable); tensor arguments left out of a model's config (refused); layers making "
+         "only keyword tensors left out of the model (from 2.2)"),
         ((2, 2, 5), (2, 4, 0), True,
          "clone_model and calling a model on new tensors: multi-output layers' outputs "
          "dropped or refused (masking layers); outputs or masks lost in clones (nested "
@@ -43,7 +44,8 @@ RELEASES = {
          "initial_state or constants passed twice; a Lambda's mask lost in clones; "
          "frozen nested models unfrozen in clones; clones on input_tensors that do not "
          "reload; frozen models unfrozen when loaded (a frozen model's config without "
-         "trainable); tensor arguments left out of a model's config (refused)"),
+         "trainable); tensor arguments left out of a model's config (refused); layers making "
+         "only keyword tensors left out of the model"),
         ((2, 4, 0), (2, 5, 0), False,
          "Keras 2.4 is a front for tf.keras: its routines are TensorFlow's, which the "
          "tensorflow family's rows patch"),
@@ -74,7 +76,8 @@ RELEASES = {
          "frozen nested models unfrozen in clones (to 1.13); clones on input_tensors "
          "that do not reload; layer calls reordered by from_config; frozen models unfrozen "
          "when loaded (to 1.13; a frozen model's config without trainable); tensor arguments "
-         "left out of a model's config (refused)"),
+         "left out of a model's config (refused); layers making only keyword tensors left out "
+         "of the model"),
         ((1, 15, 0), (2, 0, 0), True,
          "tf.keras's clone_model and from_config (load_model): the original's tensors in "
          "call arguments; clones on input_tensors that do not reload; layer calls "
@@ -114,6 +117,8 @@ INPUT_RETURNED = "input returned"  # a layer returning its masked input tensor u
 UNTAKEN_INPUT = "untaken input"  # a model input no layer takes as input (a mask= tensor)
 # a tensor argument of a layer call (not one of its inputs) that a model's config leaves out
 ARGUMENT_NOT_IN_CONFIG = "argument not in config"
+# a layer whose output only call arguments take: the model's walk leaves it out
+ARGUMENT_MAKER_LEFT_OUT = "argument maker left out"
 # GivenInputLayersKept and GivenInputLayersTaken answer how a clone is made
 # (on given input_tensors), nothing a model has.
 RULE_RISKS = {
@@ -138,6 +143,7 @@ RULE_RISKS = {
     "MaskSetOnCopiedOutputs": (INPUT_RETURNED,),
     "ExplicitMaskRecorded": (UNTAKEN_INPUT,),
     "TensorArgumentsRefused": (ARGUMENT_NOT_IN_CONFIG,),
+    "ArgumentMakersWalked": (ARGUMENT_MAKER_LEFT_OUT,),
 }
 # What each rule mends, in a user's words: every affected range's reason in
 # RELEASES, and its row of the README's table, names the rules its targets
@@ -164,6 +170,7 @@ RULE_WORDS = {
     "TrainableWrittenInConfig": "a frozen model's config without trainable",
     "TrainableReadFromConfig": "frozen models unfrozen when loaded",
     "TensorArgumentsRefused": "tensor arguments left out of a model's config (refused)",
+    "ArgumentMakersWalked": "layers making only keyword tensors left out of the model",
 }
 # The checks (_check.CHECKS) that a routine's mistakes endanger: the clone
 # routines clone (multi_gpu_model clones too; a Sequential model is cloned by
@@ -197,6 +204,11 @@ ROUTINE_CHECKS = {
     "set_connectivity_metadata": ("clone", "clone_of_clone", "nested", "called_twice",
                                   "multi_gpu"),
     "get_config": ("load",),
+    # The walk that gathers a model's layers and nodes (tf.keras 1.4 - 1.6's
+    # __init__, _map_graph_network after): what the clone and the model called
+    # on new tensors compute from.
+    "init": ("clone", "clone_of_clone", "nested", "called_twice", "multi_gpu"),
+    "map_graph_network": ("clone", "clone_of_clone", "nested", "called_twice", "multi_gpu"),
 }
 NESTED_MODEL_CHECKS = ("load", "clone", "clone_of_clone", "multi_gpu")
 
@@ -455,6 +467,26 @@ TARGETS = (
            "Layer._set_connectivity_metadata_", (1, 10, 0), (1, 15, 0), ("ExplicitMaskRecorded",),
            "a layer call records its arguments without the mask the caller gave (mask=m): the "
            "clone and the model called on new tensors compute with the propagated one"),
+    # The walk that gathers a model's nodes and layers follows the tensors a
+    # call takes as inputs, not those in its keyword arguments, to tf.keras
+    # 1.14 (1.15 follows both). Keras 2.0.0 - 2.1.6 walk in Container.__init__,
+    # which legacy_model_constructor_support wraps (a closure: not patched).
+    Target("keras", "keras.engine.network", "_map_graph_network", (2, 2, 0), (2, 4, 0),
+           ("ArgumentMakersWalked",),
+           "a model's walk of its graph, from its outputs through its calls' inputs: a layer "
+           "whose output only a keyword argument takes is left out of the model"),
+    Target("tensorflow", "tensorflow.python.layers.base", "Network.__init__", (1, 4, 0),
+           (1, 5, 0), ("ArgumentMakersWalked",),
+           "a tf.keras model's walk of its graph (tf.layers' Network): a layer whose output "
+           "only a keyword argument takes is left out of the model"),
+    Target("tensorflow", "tensorflow.python.layers.network", "GraphNetwork.__init__", (1, 5, 0),
+           (1, 7, 0), ("ArgumentMakersWalked",), "the same walk, in tf.layers' GraphNetwork"),
+    Target("tensorflow", "tensorflow.python.keras._impl.keras.engine.network",
+           "_map_graph_network", (1, 7, 0), (1, 9, 0), ("ArgumentMakersWalked",),
+           "the same walk, a function of tf.keras's network.py from 1.7"),
+    Target("tensorflow", "tensorflow.python.keras.engine.network", "_map_graph_network",
+           (1, 9, 0), (1, 15, 0), ("ArgumentMakersWalked",),
+           "the same, out of _impl in 1.9; 1.15 walks the call arguments too"),
 )
 
 DIGITS = "0123456789"

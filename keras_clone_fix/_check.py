@@ -25,13 +25,14 @@ import sys
 import traceback
 
 from keras_clone_fix._affected import (
-    ARGUMENT_MADE_LATER, ARGUMENT_NOT_IN_CONFIG, CALLS_OUT_OF_ORDER, FROZEN_NESTED,
-    INPUT_RETURNED, LAMBDA_MASK, MASK_FLAG_DENIED, MASKED_CALL, MULTI_OUTPUT_MASK, NESTED_MASKED,
-    NESTED_OUTPUT_MASKS, SHARED_MODEL, STATE_INPUTS, SURPLUS_MASKS, TENSOR_ARGUMENTS,
-    UNTAKEN_INPUT, api_version, deciding_release, endangered_checks, imported_version,
+    ARGUMENT_MADE_LATER, ARGUMENT_MAKER_LEFT_OUT, ARGUMENT_NOT_IN_CONFIG, CALLS_OUT_OF_ORDER,
+    FROZEN_NESTED, INPUT_RETURNED, LAMBDA_MASK, MASK_FLAG_DENIED, MASKED_CALL, MULTI_OUTPUT_MASK,
+    NESTED_MASKED, NESTED_OUTPUT_MASKS, SHARED_MODEL, STATE_INPUTS, SURPLUS_MASKS,
+    TENSOR_ARGUMENTS, UNTAKEN_INPUT, api_version, deciding_release, endangered_checks, imported_version,
     keras_version, package_of, targets_for)
 from keras_clone_fix._runtime import (
-    arguments_left_out, arguments_made_later, computes_masks, is_lambda, tensors_in)
+    arguments_left_out, arguments_made_later, computes_masks, is_input_layer, is_lambda, making_node,
+    tensors_in)
 
 OK, WRONG, ERROR, UNAVAILABLE = "ok", "wrong", "error", "unavailable"
 FAILED = (WRONG, ERROR)
@@ -253,13 +254,36 @@ def masks_denied(keras, sequential, prefix, fed):
                            for mask in node_masks(node, "input")))]
 
 
+def argument_makers_left_out(model):
+    """The layers of the calls whose outputs only call arguments of a
+    model's calls take (`Scale()(h, scale=Dense(4)(x))`): the calls that
+    the walk from the model's outputs through their inputs does not reach,
+    as keras 2.0.6 - 2.3.1 and tf.keras 1.4 - 1.14 walk a model. A model
+    input so taken is another risk (UNTAKEN_INPUT)."""
+    reached = set()
+    walk = [making_node(tensor) for tensor in tensors_in(as_list(model.outputs))]
+    while walk:
+        node = walk.pop()
+        if node not in reached:
+            reached.add(node)
+            walk += [making_node(tensor) for tensor in tensors_in(node.input_tensors)]
+    left_out = []
+    for node in reached:
+        for tensor in tensors_in(call_arguments(node)):
+            made_by = making_node(tensor)
+            layer = made_by.outbound_layer
+            if made_by not in reached and not is_input_layer(layer) and layer not in left_out:
+                left_out.append(layer)
+    return left_out
+
+
 def model_risks(keras, model):
     """[(layer path, risk (_affected's names), what in the layer meets it,
     whether it runs when a model nested in another is called)], in the
     model's layer order, whatever the release; then, for the model and each
-    nested model, its inputs that no layer takes, the calls whose tensor
-    arguments its depths make later, and the layers whose calls its config
-    makes out of order."""
+    nested model, its inputs that no layer takes, the layers whose outputs
+    only keyword arguments take, the calls whose tensor arguments its depths
+    make later, and the layers whose calls its config makes out of order."""
     found = []
     for path, layer in all_layers(keras, model):
         nodes = inbound_nodes(layer)
@@ -342,6 +366,10 @@ def model_risks(keras, model):
                               "a model input that no layer takes as input (a mask= "
                               "argument, which the call's recorded arguments leave out)",
                               bool(prefix)))
+        for layer in argument_makers_left_out(each):
+            found.append((prefix + layer.name, ARGUMENT_MAKER_LEFT_OUT, "a layer whose output "
+                          "only keyword arguments take (the model's walk leaves it out)",
+                          bool(prefix)))
         for node in arguments_made_later(by_depth):
             found.append((prefix + node.outbound_layer.name, ARGUMENT_MADE_LATER,
                           "called with a tensor argument that the model's depths make after "

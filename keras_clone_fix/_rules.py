@@ -32,11 +32,12 @@ import types
 
 from keras_clone_fix import _cache
 from keras_clone_fix._runtime import (
-    UnsupportedFunction, arguments_not_in_inputs, computes_masks, given_input_layer,
-    given_input_layers_mapped, keras_masks, lambda_mask_kept, mask_through_input_layer,
-    one_mask_per_output, propagated_mask_popped, recorded_output_masks, layer_calls_in_order,
-    nodes_by_depth_in_call_order, tensors_mapped, trainable_kept, trainable_read,
-    trainable_written, tensor_arguments_refused, without_propagated_mask)
+    UnsupportedFunction, argument_tensors_to_walk, arguments_not_in_inputs, computes_masks,
+    given_input_layer, given_input_layers_mapped, keras_masks, lambda_mask_kept,
+    mask_through_input_layer, one_mask_per_output, propagated_mask_popped, recorded_output_masks,
+    layer_calls_in_order, nodes_by_depth_in_call_order, tensor_arguments_refused, tensors_mapped,
+    trainable_kept, trainable_read, trainable_written, walked_argument_makers_placed,
+    without_propagated_mask)
 
 _HELPER_PREFIX = "_keras_clone_fix_"
 # These rules' text as imported: a stored build is used only where the
@@ -886,6 +887,73 @@ class TensorArgumentsRefused(Rule):
         return node
 
     visit_TryExcept = visit_Try  # Python 2's try ... except
+def _renamed(node, old, new):
+    """A copy of an expression, every name or attribute `old` in it `new`."""
+    copy = _unlocated_copy(node)
+    for part in _nodes(copy):
+        for field in ("id", "attr"):
+            if getattr(part, field, None) == old:
+                setattr(part, field, new)
+    return copy
+
+
+class ArgumentMakersWalked(Rule):
+    """Before `nodes_by_depth = {}` (tf.keras 1.14: `collections.defaultdict(list)`)
+    of the walk that gathers a model's nodes and layers (Container.__init__,
+    `_map_graph_network`), add `for x in argument_tensors_to_walk(
+    nodes_in_decreasing_depth, nodes_depths, <the inputs>): <the body of the
+    walk's loop over the outputs>`, then `walked_argument_makers_placed(
+    nodes_in_decreasing_depth, nodes_depths, layers_depths)`.
+
+    Keras 2.0.6 - 2.3.1 and tf.keras of TensorFlow 1.4 - 1.14 walk a model
+    from its outputs through the tensors each call takes as inputs, not
+    through the tensors in its keyword arguments: a layer whose output only
+    a keyword argument takes (`Scale()(h, scale=Dense(4)(x))`, `m =
+    Lambda(f)(tokens)` for `LSTM(2)(e, mask=m)`) was left out of the model,
+    its layers, its weights (never trained, saved or copied) and its nodes:
+    the clone and the model called on new tensors passed the original's
+    tensor on (`You must feed a value for placeholder tensor`, or other
+    numbers where tf.keras drops the mask). TensorFlow 1.15 and tf_keras walk
+    the call arguments too. The walk follows the argument tensors that the
+    model computes from its inputs; the nodes it adds get depths of their
+    own, and Keras's depths, so its order of the layers and their weights,
+    stay as they were.
+    """
+
+    helpers = (argument_tensors_to_walk, walked_argument_makers_placed)
+
+    def visit_FunctionDef(self, node):
+        if hasattr(self, "outputs_loop"):
+            return node  # the walk's own def, nested in the routine
+        self.outputs_loop = None
+        if not any(_name(name) == "nodes_in_decreasing_depth" for name in _nodes(node)):
+            return node  # Keras 2.0.0 - 2.0.5 set the depths as they walk
+        for statement in node.body:
+            if (isinstance(statement, ast.For) and _name(statement.target) is not None
+                    and any(isinstance(call, ast.Call) and (_name(call.func) or "").startswith(
+                        "build_map") for line in statement.body for call in _nodes(line))
+                    and any(_name(part) == "outputs" or getattr(part, "attr", None) == "outputs"
+                            for part in _nodes(statement.iter))):
+                self.outputs_loop = statement
+        return self.generic_visit(node) if self.outputs_loop is not None else node
+
+    def visit_Assign(self, node):
+        value = node.value
+        if _name(node.targets[0]) == "nodes_by_depth" and (
+                isinstance(value, ast.Dict) and not value.keys or isinstance(value, ast.Call)
+                and _is_attribute(value.func, "collections", "defaultdict")):
+            loop = self.outputs_loop
+            names = [ast.Name(id=name, ctx=ast.Load()) for name in (
+                "nodes_in_decreasing_depth", "nodes_depths", "layers_depths")]
+            walk = ast.For(target=_unlocated_copy(loop.target),
+                           iter=_call(_helper(argument_tensors_to_walk), names[0], names[1],
+                                      _renamed(loop.iter, "outputs", "inputs")),
+                           body=_unlocated_copy(loop.body), orelse=[])
+            placed = ast.Expr(value=_call(_helper(walked_argument_makers_placed),
+                                          *[_unlocated_copy(name) for name in names]))
+            return [_located(self.rewritten(walk), node), _located(placed, node), node]
+        return node
+
 
 # The compiler flags of every __future__ feature: those among a code object's
 # flags are the features its module imported, which its source compiles with

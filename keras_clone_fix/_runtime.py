@@ -22,7 +22,7 @@ def one_mask_per_output(mask, output_tensors):
     return mask
 
 
-def _producer(tensor):
+def making_node(tensor):
     """The node (the layer call) that made a Keras tensor."""
     layer, node_index = tensor._keras_history[:2]
     # Keras 2.0.x names the list inbound_nodes, 2.1 and later _inbound_nodes.
@@ -38,7 +38,7 @@ def recorded_output_masks(output_tensors):
     on each tensor as `_keras_mask` (tf.keras, whose nodes keep no masks)."""
     masks = []
     for tensor in output_tensors:
-        node = _producer(tensor)
+        node = making_node(tensor)
         if hasattr(node, "output_masks"):
             masks.append(node.output_masks[tensor._keras_history[2]])
         else:
@@ -334,7 +334,7 @@ def _producers(node, tensors, depths):
     """The nodes among `depths` (the model's) that made these tensors of a
     call `node`, but the node itself (an input layer's node takes the tensor
     it makes)."""
-    producers = (_producer(tensor) for tensor in tensors_in(tensors))
+    producers = (making_node(tensor) for tensor in tensors_in(tensors))
     return [producer for producer in producers if producer is not node and producer in depths]
 
 
@@ -393,10 +393,80 @@ def nodes_by_depth_in_call_order(nodes_by_depth):
     return in_call_order
 
 
+def _computable(node, given, known):
+    """Whether the model computes a node from the tensors `given` (its
+    inputs' ids): an input layer's node where its tensor is given, another
+    where every tensor it takes is computable (`known` holds the nodes
+    decided, the walked ones true)."""
+    if node not in known:
+        known[node] = False  # Keras tensors make no cycles; this ends a walk that meets one
+        made = [making_node(tensor) for tensor in tensors_in(node.input_tensors)]
+        made = [producer for producer in made if producer is not node]
+        known[node] = (all(_computable(producer, given, known) for producer in made)
+                       if made else any(id(tensor) in given
+                                        for tensor in tensors_in(node.output_tensors)))
+    return known[node]
+
+
+def argument_tensors_to_walk(nodes, nodes_depths, inputs):
+    """The tensors in the call arguments of the walked nodes (`nodes`, the
+    walk's list, which grows as the caller walks each tensor yielded) that
+    a node the walk has not placed makes, where the model computes that
+    node from its `inputs`. A tensor from outside the model stays outside,
+    as the release keeps it. A node without call arguments costs one
+    attribute read."""
+    index, known, given = 0, None, None
+    while index < len(nodes):
+        arguments = getattr(nodes[index], "arguments", None)
+        index += 1
+        if not arguments or not isinstance(arguments, dict):
+            continue
+        for tensor in tensors_in(arguments):
+            producer = making_node(tensor)
+            if producer in nodes_depths:
+                continue
+            if known is None:
+                known = dict((node, True) for node in nodes_depths)
+                given = set(id(tensor) for tensor in tensors_in(inputs))
+            if _computable(producer, given, known):
+                yield tensor
+
+
+def walked_argument_makers_placed(nodes, nodes_depths, layers_depths):
+    """Gives the nodes the walk added after the depths were set (those of
+    argument_tensors_to_walk: the end of `nodes`, each after the nodes
+    making its inputs) a depth one less than the shallowest node making
+    their inputs (an input layer's: the deepest), and a layer first met
+    there the depth of its deepest such node. The depths Keras set stay as
+    they were, so the layers it listed keep their order, and their weights
+    theirs; a call before its argument's maker is ordered by
+    nodes_by_depth_in_call_order."""
+    first = len(nodes)
+    while first and nodes[first - 1] not in nodes_depths:
+        first -= 1
+    if first == len(nodes):
+        return
+    deepest = max(nodes_depths.values())
+    new_layers = set()
+    for node in nodes[first:]:
+        made = [nodes_depths[producer] for producer in
+                (making_node(tensor) for tensor in tensors_in(node.input_tensors))
+                if producer is not node]
+        depth = min(made) - 1 if made else deepest
+        nodes_depths[node] = depth
+        layer = node.outbound_layer
+        if layer not in layers_depths:
+            new_layers.add(layer)
+            layers_depths[layer] = depth
+        elif layer in new_layers:
+            layers_depths[layer] = max(layers_depths[layer], depth)
+
+
 # What the fixed code may call, by name.
 HELPERS = dict((helper.__name__, helper) for helper in (
     one_mask_per_output, recorded_output_masks, without_propagated_mask, tensors_mapped,
     arguments_not_in_inputs, mask_through_input_layer, keras_masks, lambda_mask_kept,
     trainable_kept, trainable_written, trainable_read, given_input_layer,
     given_input_layers_mapped, layer_calls_in_order, nodes_by_depth_in_call_order, computes_masks,
-    propagated_mask_popped, tensor_arguments_refused))
+    propagated_mask_popped, tensor_arguments_refused, argument_tensors_to_walk,
+    walked_argument_makers_placed))

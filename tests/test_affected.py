@@ -60,7 +60,8 @@ CONTAINER = ["keras.engine.topology.Container.run_internal_graph",
 CLONES = ["keras.models._clone_functional_model", "keras.models._clone_sequential_model"]
 NETWORK_2_2 = CLONES + ["keras.engine.network.Network.run_internal_graph",
                         "keras.engine.network.Network.from_config",
-                        "keras.engine.network.Network.get_config"]
+                        "keras.engine.network.Network.get_config",
+                        "keras.engine.network._map_graph_network"]
 
 
 @pytest.mark.parametrize("version, patched", [
@@ -98,23 +99,27 @@ ARGUMENTS = "tensorflow.python.keras.engine.base_layer.Layer._set_connectivity_m
 IMPL = "tensorflow.python.keras._impl.keras."
 IMPL_CLONES = [IMPL + "models._clone_functional_model", IMPL + "models._clone_sequential_model"]
 CONFIG_1_9 = [CLONE, SEQUENTIAL, NETWORK, FROM_CONFIG, GET_CONFIG]
+WALK = "tensorflow.python.keras.engine.network._map_graph_network"
 
 
 @pytest.mark.parametrize("version, patched", [
     ("1.4.1", IMPL_CLONES + ["tensorflow.python.layers.base.Network._run_internal_graph",
                              IMPL + "engine.topology.Network.from_config",
-                             IMPL + "engine.topology.Network.get_config"]),
+                             IMPL + "engine.topology.Network.get_config",
+                             "tensorflow.python.layers.base.Network.__init__"]),
     ("1.5.1", IMPL_CLONES + ["tensorflow.python.layers.network.GraphNetwork._run_internal_graph",
                              IMPL + "engine.topology.Network.from_config",
-                             IMPL + "engine.topology.Network.get_config"]),
+                             IMPL + "engine.topology.Network.get_config",
+                             "tensorflow.python.layers.network.GraphNetwork.__init__"]),
     ("1.8.0", IMPL_CLONES + [IMPL + "engine.network.Network._run_internal_graph",
                              IMPL + "engine.network.Network.from_config",
-                             IMPL + "engine.network.Network.get_config"]),
-    ("1.10.1", CONFIG_1_9 + [CALL, ARGUMENTS]),
-    ("1.11.0", CONFIG_1_9 + [MASKS, SEQUENTIAL_MASKS, CALL, ARGUMENTS]),
-    ("1.12.3", CONFIG_1_9 + [MASKS, SEQUENTIAL_MASKS, CALL, ARGUMENTS]),
-    ("1.13.2", CONFIG_1_9 + [MASKS, SEQUENTIAL_MASKS, CALL, ARGUMENTS]),
-    ("1.14.0", [CLONE, NETWORK, FROM_CONFIG, GET_CONFIG, ARGUMENTS]),
+                             IMPL + "engine.network.Network.get_config",
+                             IMPL + "engine.network._map_graph_network"]),
+    ("1.10.1", CONFIG_1_9 + [CALL, ARGUMENTS, WALK]),
+    ("1.11.0", CONFIG_1_9 + [MASKS, SEQUENTIAL_MASKS, CALL, ARGUMENTS, WALK]),
+    ("1.12.3", CONFIG_1_9 + [MASKS, SEQUENTIAL_MASKS, CALL, ARGUMENTS, WALK]),
+    ("1.13.2", CONFIG_1_9 + [MASKS, SEQUENTIAL_MASKS, CALL, ARGUMENTS, WALK]),
+    ("1.14.0", [CLONE, NETWORK, FROM_CONFIG, GET_CONFIG, ARGUMENTS, WALK]),
     ("1.15.0", ["tensorflow.python.keras.models._make_new_nodes", CLONE, FROM_CONFIG]),
     ("1.15.5", ["tensorflow.python.keras.models._make_new_nodes", CLONE, FROM_CONFIG]),
     ("2.0.0", [CLONE, "tensorflow.python.keras.engine.network.reconstruct_from_config"]),

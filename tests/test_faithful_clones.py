@@ -33,6 +33,12 @@ what the model computes, judged by check's engine.
 - A frozen model in a wrapper (`TimeDistributed(inner)`): keras 2.0.7 -
   2.1.3 and tf.keras 1.4 - 1.6 keep its flag when wrapping, and the
   wrapper's config made it trainable (TrainableKept).
+- A keyword tensor made by a layer nothing else takes (`Scale()(h,
+  scale=Dense(4)(x))`, `LSTM(2)(e, mask=Lambda(f)(tokens))`): the model's
+  walk of its graph left that layer out, and its clone and the model called
+  on new tensors fed the original's tensor (`You must feed a value for
+  placeholder tensor`; tf.keras 1.10 - 1.14: other numbers for the mask;
+  ArgumentMakersWalked, keras 2.2.0 - 2.3.1 and tf.keras 1.4 - 1.14).
 - A clone on given `input_tensors`: the clone routine called a copy of the
   model's input layer on the given `Input`, and a file saved from the clone
   did not load (`Graph disconnected`, keras-team/keras#11857;
@@ -55,8 +61,8 @@ import pytest
 
 from conftest import expect_upstream_failure, fix_in_mode, installed, version_of
 from keras_clone_fix._affected import (
-    ARGUMENT_MADE_LATER, ARGUMENT_NOT_IN_CONFIG, CALLS_OUT_OF_ORDER, FROZEN_NESTED,
-    INPUT_RETURNED, LAMBDA_MASK, MASK_FLAG_DENIED, SURPLUS_MASKS, UNTAKEN_INPUT)
+    ARGUMENT_MADE_LATER, ARGUMENT_MAKER_LEFT_OUT, ARGUMENT_NOT_IN_CONFIG, CALLS_OUT_OF_ORDER,
+    FROZEN_NESTED, INPUT_RETURNED, LAMBDA_MASK, MASK_FLAG_DENIED, SURPLUS_MASKS, UNTAKEN_INPUT)
 from keras_clone_fix._runtime import ArgumentNotInConfig
 
 import keras_clone_fix
@@ -82,6 +88,7 @@ def _families():
                           {LAMBDA_MASK, FROZEN_NESTED, GIVEN_INPUTS, ARGUMENT_MADE_LATER,
                            ARGUMENT_NOT_IN_CONFIG} | (
                               {SURPLUS_MASKS} if version >= (2, 1, 6) else set()) | (
+                              {ARGUMENT_MAKER_LEFT_OUT} if version >= (2, 2, 0) else set()) | (
                               {CALLS_OUT_OF_ORDER} if version < (2, 2, 5) else set()) | (
                               {FROZEN_WRAPPED} if version < (2, 1, 4) else set()), True))
     if installed("tensorflow"):
@@ -101,8 +108,8 @@ def _families():
             # composed flat. Here the patched model and tf_keras run it.)
             found.append(("tf.keras " + tensorflow.__version__, tensorflow.keras,
                           {GIVEN_INPUTS, CALLS_OUT_OF_ORDER} | (
-                              {ARGUMENT_MADE_LATER, ARGUMENT_NOT_IN_CONFIG} if version < (1, 15)
-                              else set()) | (
+                              {ARGUMENT_MADE_LATER, ARGUMENT_NOT_IN_CONFIG,
+                               ARGUMENT_MAKER_LEFT_OUT} if version < (1, 15) else set()) | (
                               {LAMBDA_MASK, FROZEN_NESTED} if version < (1, 14) else set()) | (
                               {UNTAKEN_INPUT} if (1, 10) <= version < (1, 15) else set()) | (
                               {INPUT_RETURNED} if (1, 10) <= version < (1, 14) else set()) | (
@@ -428,6 +435,48 @@ def explicit_mask_tensor(keras):
     return keras.models.Model([x, m], L.LSTM(2)(L.Masking()(x), mask=m))
 
 
+def argument_makers_not_walked_here(keras):
+    """Skips on keras 2.0.7 - 2.1.6, which have the bug unpatched: their walk
+    is in Container.__init__, which legacy_model_constructor_support wraps."""
+    if keras.__name__ == "keras" and version_of(keras) < (2, 2, 0):
+        pytest.skip("keras before 2.2 leaves a layer whose output only a keyword argument "
+                    "takes out of the model, fix or no fix (2.0.8, 2.1.6: You must feed a value "
+                    "for placeholder tensor): not patched there")
+
+
+def keyword_tensor_of_a_layer_nothing_else_takes(keras):
+    """Scale()(h, scale=Dense(4)(x)): only the keyword argument takes the
+    scaler's output, so the model's walk of keras 2.x and tf.keras 1.4 - 1.14
+    left the scaler out of the model."""
+    argument_makers_not_walked_here(keras)
+    L = keras.layers
+
+    class Scale(L.Layer):
+        def call(self, inputs, scale=None):
+            return inputs * scale
+
+        def compute_output_shape(self, input_shape):
+            return input_shape
+
+    x = L.Input(shape=(3,))
+    h = L.Dense(4, name="h")(x)
+    scaled = Scale(name="scale")(h, scale=L.Dense(4, name="scaler")(x))
+    return keras.models.Model(x, L.Dense(1)(scaled))
+
+
+def mask_made_by_a_layer_nothing_else_takes(keras):
+    """LSTM(2)(e, mask=m), m = Lambda(tokens > 0)(tokens): only the mask=
+    argument takes the Lambda's output."""
+    argument_makers_not_walked_here(keras)
+    L = keras.layers
+    tokens = L.Input(shape=(STEPS,), dtype="int32")
+    embedded = L.Embedding(VOCABULARY, 3)(tokens)
+    # Neither a closure nor a global name: tf.keras 1.4 cannot remake a closure
+    # from the config the clone makes the Lambda from.
+    mask = L.Lambda(lambda t: t > 0, name="makes_mask")(tokens)
+    return keras.models.Model(tokens, L.LSTM(2)(embedded, mask=mask))
+
+
 # Each model of this module, the bug of the releases it meets, and what it does there.
 MODELS = [
     (lambda_with_a_mask, LAMBDA_MASK, "the clone's Lambda has no mask"),
@@ -445,6 +494,10 @@ MODELS = [
      "the nested Sequential loses its Bidirectional's mask"),
     (input_returned_unchanged, INPUT_RETURNED, "the copy of the returned input has no mask"),
     (explicit_mask_tensor, UNTAKEN_INPUT, "the rebuilt call takes the propagated mask"),
+    (keyword_tensor_of_a_layer_nothing_else_takes, ARGUMENT_MAKER_LEFT_OUT,
+     "the rebuilt call takes the original's keyword tensor"),
+    (mask_made_by_a_layer_nothing_else_takes, ARGUMENT_MAKER_LEFT_OUT,
+     "the rebuilt call takes the original's mask tensor"),
 ]
 
 
@@ -495,9 +548,12 @@ def test_every_rebuild_computes_what_the_model_computes(request, family, build, 
     (explicit_mask_tensor, "given_mask", UNTAKEN_INPUT, "a model input that no layer takes as "
      "input (a mask= argument, which the call's recorded arguments leave out)", "clone",
      "wrong: largest absolute difference"),
+    (keyword_tensor_of_a_layer_nothing_else_takes, "scaler", ARGUMENT_MAKER_LEFT_OUT,
+     "a layer whose output only keyword arguments take (the model's walk leaves it out)",
+     "nested", "error: InvalidArgumentError: You must feed a value for placeholder tensor"),
 ], ids=["lambda mask", "frozen nested model", "frozen model in a wrapper",
         "more masks than outputs", "calls out of order", "argument made later", "input returned",
-        "explicit mask"])
+        "explicit mask", "argument maker left out"])
 def test_check_names_the_risk_and_its_check_sees_it(family, build, path, bug, what, check, wrong):
     """`check`'s engine, in this interpreter: the layer is named at risk where
     the release has the bug, and the check fails unpatched only there."""
@@ -605,3 +661,38 @@ def test_a_tensor_argument_is_kept_in_the_config_or_refused(request, family, bui
         assert not keras_clone_fix.unpatch().patched
         loaded = keras.models.load_model(path, custom_objects=custom)
         numpy.testing.assert_allclose(loaded.predict(inputs), expected, rtol=1e-5, atol=1e-5)
+@pytest.mark.parametrize("build, maker_has_weights", [
+    (keyword_tensor_of_a_layer_nothing_else_takes, True),
+    (mask_made_by_a_layer_nothing_else_takes, False)],
+    ids=["the maker has weights", "the maker has none"])
+def test_weights_saved_without_the_walk_of_argument_makers_load_with_it(
+        family, build, maker_has_weights, tmp_path):
+    """The model's weights saved where its walk leaves the argument's maker
+    out (the fix off), loaded where it does not (on): Keras's order of the
+    other layers stays, so a file whose maker has no weights loads as it
+    was saved. A maker with weights was not in the file (nor trained): the
+    load refuses the file for its count of layers, and loads it by name,
+    the maker keeping its own weights. Both ways round."""
+    keras, bugs, mode = family
+    if mode == "unpatched" or ARGUMENT_MAKER_LEFT_OUT not in bugs:
+        pytest.skip("the fix on, where it walks argument makers")
+    path = str(tmp_path / "weights.h5")
+    for saved, loaded in (("unpatched", "patched"), ("patched", "unpatched")):
+        with fix_in_mode(saved):
+            model = build(keras)
+            model.save_weights(path)
+            inputs = _check.make_inputs(keras, model, BATCH, STEPS, seed=0)
+            before = model.predict(inputs[0])
+            saved_h = model.get_layer("h").get_weights() if maker_has_weights else None
+        with fix_in_mode(loaded):
+            model = build(keras)
+            if maker_has_weights:
+                with pytest.raises(ValueError, match="layers into a model with"):
+                    model.load_weights(path)
+                model.load_weights(path, by_name=True)
+                for got, was in zip(model.get_layer("h").get_weights(), saved_h):
+                    numpy.testing.assert_array_equal(got, was)
+            else:
+                model.load_weights(path)
+                numpy.testing.assert_allclose(model.predict(inputs[0]), before, rtol=1e-6,
+                                              atol=1e-7)

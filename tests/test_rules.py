@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from keras_clone_fix import _fix, _runtime
+from keras_clone_fix import _runtime
 from keras_clone_fix._fix import build_fixed
 from keras_clone_fix._runtime import UnsupportedFunction, one_mask_per_output
 
@@ -669,6 +669,7 @@ class Call(object):
         self._inbound_nodes = [self]
         self.outbound_layer = self if inputs else InputLayer(mask=None)
         self.input_tensors = inputs or [self.made]
+        self.output_tensors = [self.made]
 
 
 def calls_by_depth(model):
@@ -885,3 +886,72 @@ def test_tensor_arguments_refused():
         "layer 'attend' is called with the tensor arguments attention_mask, scale, which this "
         "release's model config cannot hold")
     assert "\n" not in str(refused.value)
+def map_graph_network(inputs, outputs):
+    """The walk that gathers a model's nodes and layers (Keras 2.2's
+    _map_graph_network, shortened): from the outputs through the tensors
+    each call takes as inputs; (nodes by depth, the layers' names in order)."""
+    nodes_depths = {}
+    layers_depths = {}
+    layer_indices = {}
+    nodes_in_decreasing_depth = []
+
+    def build_map(tensor, finished_nodes, nodes_in_progress, layer, node_index, tensor_index):
+        node = layer._inbound_nodes[node_index]
+        if node in finished_nodes:
+            return
+        if node.outbound_layer not in layer_indices:
+            layer_indices[node.outbound_layer] = len(layer_indices)
+        nodes_in_progress.add(node)
+        for x in node.input_tensors:
+            layer, node_index, tensor_index = x._keras_history
+            if layer is not node:  # an input layer's call takes the tensor it makes
+                build_map(x, finished_nodes, nodes_in_progress, layer, node_index, tensor_index)
+        finished_nodes.add(node)
+        nodes_in_progress.remove(node)
+        nodes_in_decreasing_depth.append(node)
+
+    finished_nodes = set()
+    nodes_in_progress = set()
+    for x in outputs:
+        layer, node_index, tensor_index = x._keras_history
+        build_map(x, finished_nodes, nodes_in_progress, layer=layer, node_index=node_index,
+                  tensor_index=tensor_index)
+
+    for node in reversed(nodes_in_decreasing_depth):
+        depth = nodes_depths.setdefault(node, 0)
+        depth = max(depth, layers_depths.get(node.outbound_layer, 0))
+        layers_depths[node.outbound_layer] = depth
+        nodes_depths[node] = depth
+        for x in node.input_tensors:
+            inbound_node = x._keras_history[0]
+            if inbound_node is not node:
+                nodes_depths[inbound_node] = max(depth + 1, nodes_depths.get(inbound_node, 0))
+
+    nodes_by_depth = {}
+    for node, depth in nodes_depths.items():
+        nodes_by_depth.setdefault(depth, []).append(node)
+    names = dict((node.outbound_layer, node.name) for node in nodes_depths)
+    layers = sorted(layers_depths, key=lambda layer: (-layers_depths[layer], layer_indices[layer]))
+    return nodes_by_depth, [names[layer] for layer in layers]
+
+
+def test_argument_makers_walked():
+    """`scale(h, scale=scaler(x))`: the release's walk leaves the scaler out;
+    the twin's has it, deeper than the call taking it, with every other
+    depth as the release's; a tensor from outside the model stays outside."""
+    x = Call("x")
+    h = Call("h", [x.made])
+    scaler = Call("scaler", [x.made])
+    outside = Call("outside", [Call("other input").made])
+    scale = Call("scale", [h.made], scale=scaler.made, bias=outside.made)
+    out = Call("out", [scale.made])
+    by_depth, layers = map_graph_network([x.made], [out.made])
+    assert layers == ["x", "h", "scale", "out"]
+    fixed = build_fixed(map_graph_network, ["ArgumentMakersWalked"])
+    fixed_by_depth, fixed_layers = fixed([x.made], [out.made])
+    assert fixed_layers == ["x", "h", "scaler", "scale", "out"]
+    by_depth[2].append(scaler)
+    assert sorted((depth, sorted(node.name for node in nodes))
+                  for depth, nodes in fixed_by_depth.items()) == sorted(
+        (depth, sorted(node.name for node in nodes)) for depth, nodes in by_depth.items())
+    assert _runtime.nodes_by_depth_in_call_order(fixed_by_depth) is fixed_by_depth
