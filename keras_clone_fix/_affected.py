@@ -292,6 +292,15 @@ TARGETS = (
            "made from) has no trainable"),
     Target("keras", "keras.engine.network", "Network.get_config", (2, 2, 0), (2, 4, 0),
            ("TrainableWrittenInConfig",), "the same routine in Network"),
+    Target("keras", "keras.models", "Sequential.get_config", (2, 0, 0), (2, 2, 0),
+           ("TrainableWrittenInConfig",),
+           "a Sequential model's config: the list of its layers' configs, which leave a frozen "
+           "Sequential model's layers trainable (its flag does not set theirs): nested in "
+           "another, it comes back trainable from a config or file"),
+    Target("keras", "keras.engine.sequential", "Sequential.get_config", (2, 2, 0), (2, 4, 0),
+           ("TrainableWrittenInConfig",),
+           "the same routine, moved to keras.engine.sequential in 2.2 (a dict of its name and "
+           "its layers' configs from 2.2.3)"),
     # tf.keras: the same routines, moved from module to module by TensorFlow.
     Target("tensorflow", "tensorflow.python.keras._impl.keras.models", "_clone_functional_model",
            (1, 4, 0), (1, 9, 0), CLONE_RULES,
@@ -424,6 +433,17 @@ TARGETS = (
            "the same routine, moved to tf.keras's Network in 1.7"),
     Target("tensorflow", "tensorflow.python.keras.engine.network", "Network.get_config",
            (1, 9, 0), (1, 14, 0), ("TrainableWrittenInConfig",), "the same, out of _impl in 1.9"),
+    Target("tensorflow", "tensorflow.python.keras._impl.keras.models", "Sequential.get_config",
+           (1, 4, 0), (1, 7, 0), ("TrainableWrittenInConfig",),
+           "tf.keras's Sequential config: the list of its layers' configs, which leave a frozen "
+           "Sequential model's layers trainable: nested in another, it comes back trainable from "
+           "a config or file (1.14's trainable setter sets its layers' flags)"),
+    Target("tensorflow", "tensorflow.python.keras._impl.keras.engine.sequential",
+           "Sequential.get_config", (1, 7, 0), (1, 9, 0), ("TrainableWrittenInConfig",),
+           "the same routine, moved to tf.keras's engine in 1.7"),
+    Target("tensorflow", "tensorflow.python.keras.engine.sequential", "Sequential.get_config",
+           (1, 9, 0), (1, 14, 0), ("TrainableWrittenInConfig",),
+           "the same, out of _impl in 1.9 (a dict of its name and its layers' configs from 1.11)"),
     Target("tensorflow", "tensorflow.python.keras.engine.base_layer", "Layer._set_mask_metadata",
            (1, 11, 0), (1, 14, 0), ("MaskAlreadyComputedKept",),
            "Layer.__call__'s mask bookkeeping: a model called on new tensors has its output "

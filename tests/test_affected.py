@@ -58,13 +58,17 @@ CONTAINER = ["keras.engine.topology.Container.run_internal_graph",
              "keras.engine.topology.Container.from_config",
              "keras.engine.topology.Container.get_config"]
 CLONES = ["keras.models._clone_functional_model", "keras.models._clone_sequential_model"]
+# A Sequential model's own get_config (a frozen one nested in another).
+CONTAINER_AND_SEQUENTIAL = CONTAINER + ["keras.models.Sequential.get_config"]
 NETWORK_2_2 = CLONES + ["keras.engine.network.Network.run_internal_graph",
                         "keras.engine.network.Network.from_config",
-                        "keras.engine.network.Network.get_config"]
+                        "keras.engine.network.Network.get_config",
+                        "keras.engine.sequential.Sequential.get_config"]
 
 
 @pytest.mark.parametrize("version, patched", [
-    ("2.0.6", CONTAINER), ("2.0.7", CLONES + CONTAINER), ("2.1.6", CLONES + CONTAINER),
+    ("2.0.6", CONTAINER_AND_SEQUENTIAL), ("2.0.7", CLONES + CONTAINER_AND_SEQUENTIAL),
+    ("2.1.6", CLONES + CONTAINER_AND_SEQUENTIAL),
     ("2.2.0", NETWORK_2_2), ("2.2.4-custom", NETWORK_2_2), ("2.2.5", NETWORK_2_2),
     ("2.3.1", NETWORK_2_2), ("2.4.0", []),
     ("2.5.0", ["keras.models._clone_functional_model",
@@ -97,19 +101,23 @@ CALL = "tensorflow.python.keras.engine.base_layer.Layer.__call__"
 ARGUMENTS = "tensorflow.python.keras.engine.base_layer.Layer._set_connectivity_metadata_"
 IMPL = "tensorflow.python.keras._impl.keras."
 IMPL_CLONES = [IMPL + "models._clone_functional_model", IMPL + "models._clone_sequential_model"]
-CONFIG_1_9 = [CLONE, SEQUENTIAL, NETWORK, FROM_CONFIG, GET_CONFIG]
+SEQUENTIAL_CONFIG = "tensorflow.python.keras.engine.sequential.Sequential.get_config"
+CONFIG_1_9 = [CLONE, SEQUENTIAL, NETWORK, FROM_CONFIG, GET_CONFIG, SEQUENTIAL_CONFIG]
 
 
 @pytest.mark.parametrize("version, patched", [
     ("1.4.1", IMPL_CLONES + ["tensorflow.python.layers.base.Network._run_internal_graph",
                              IMPL + "engine.topology.Network.from_config",
-                             IMPL + "engine.topology.Network.get_config"]),
+                             IMPL + "engine.topology.Network.get_config",
+                             IMPL + "models.Sequential.get_config"]),
     ("1.5.1", IMPL_CLONES + ["tensorflow.python.layers.network.GraphNetwork._run_internal_graph",
                              IMPL + "engine.topology.Network.from_config",
-                             IMPL + "engine.topology.Network.get_config"]),
+                             IMPL + "engine.topology.Network.get_config",
+                             IMPL + "models.Sequential.get_config"]),
     ("1.8.0", IMPL_CLONES + [IMPL + "engine.network.Network._run_internal_graph",
                              IMPL + "engine.network.Network.from_config",
-                             IMPL + "engine.network.Network.get_config"]),
+                             IMPL + "engine.network.Network.get_config",
+                             IMPL + "engine.sequential.Sequential.get_config"]),
     ("1.10.1", CONFIG_1_9 + [CALL, ARGUMENTS]),
     ("1.11.0", CONFIG_1_9 + [MASKS, SEQUENTIAL_MASKS, CALL, ARGUMENTS]),
     ("1.12.3", CONFIG_1_9 + [MASKS, SEQUENTIAL_MASKS, CALL, ARGUMENTS]),

@@ -30,6 +30,11 @@ what the model computes, judged by check's engine.
   do not read, and TrainableReadFromConfig reads it back.
 - A Sequential model: clone_model clones it with the Sequential routine,
   which makes each layer from its config too (LambdaMaskKept, TrainableKept).
+- A frozen Sequential model nested in another, made from the outer model's
+  config: the Sequential's own `get_config` writes its layers' configs, which
+  left them trainable on keras 2.0.0 - 2.3.1 and tf.keras 1.4 - 1.13 (4
+  trainable weights for 2), with or without the rest of the fix
+  (TrainableWrittenInConfig on Sequential.get_config).
 - A frozen model in a wrapper (`TimeDistributed(inner)`): keras 2.0.7 -
   2.1.3 and tf.keras 1.4 - 1.6 keep its flag when wrapping, and the
   wrapper's config made it trainable (TrainableKept).
@@ -194,6 +199,16 @@ def frozen_nested_model(keras):
     return keras.models.Model(j, L.Dense(1)(base(j)))
 
 
+def frozen_sequential_nested_model(keras):
+    """frozen_nested_model with a Sequential model for `base`: its own
+    get_config writes the configs of its layers."""
+    L = keras.layers
+    base = keras.models.Sequential([L.Dense(4, input_shape=(3,))], name="base")
+    base.trainable = False
+    j = L.Input(shape=(3,))
+    return keras.models.Model(j, L.Dense(1)(base(j)))
+
+
 def frozen_inside_a_nested_model(keras):
     """A frozen model inside a nested one, and a Dense of the same shape
     after it there: the nested model lists its trainable weights first, so a
@@ -281,12 +296,13 @@ def argument_made_after_its_call(keras):
     return keras.models.Model([a, b], [L.Dense(1)(L.Dense(3)(attended)), w])
 
 
-@pytest.mark.parametrize("build, frozen", [
-    (frozen_nested_model, ["base"]), (frozen_inside_a_nested_model, ["outer", "inner"])],
-    ids=["nested", "inside a nested model"])
-def test_frozen_model_stays_frozen_in_the_clone(request, family, build, frozen):
-    """`base.trainable = False; Model(j, Dense(1)(base(j)))`, and a frozen
-    model one level deeper: the clone has the model's trainable weights,
+@pytest.mark.parametrize("build, depth", [
+    (frozen_nested_model, 1), (frozen_inside_a_nested_model, 2),
+    (frozen_sequential_nested_model, 1)],
+    ids=["nested", "inside a nested model", "a nested Sequential"])
+def test_frozen_model_stays_frozen_in_the_clone(request, family, build, depth):
+    """`base.trainable = False; Model(j, Dense(1)(base(j)))`, a frozen model
+    one level deeper, and a frozen Sequential `base`: the clone has the model's trainable weights,
     predicts what it predicts once given `model.get_weights()`, and training
     it leaves the frozen model as it was."""
     expect(request, family, FROZEN_NESTED, "the clone's nested model is trainable")
@@ -297,8 +313,9 @@ def test_frozen_model_stays_frozen_in_the_clone(request, family, build, frozen):
     data = numpy.random.RandomState(0).normal(size=(BATCH, 3))
     numpy.testing.assert_allclose(clone.predict(data), model.predict(data), rtol=1e-6, atol=1e-7)
     clone_frozen = clone
-    for name in frozen:
-        clone_frozen = clone_frozen.get_layer(name)
+    for _ in range(depth):  # the one model at each depth (keras < 2.2.3 names a Sequential anew)
+        clone_frozen, = [layer for layer in clone_frozen.layers
+                         if isinstance(layer, keras.models.Model)]
     before = clone_frozen.get_weights()
     clone.compile("sgd", "mse")
     random = numpy.random.RandomState(1)
@@ -309,8 +326,8 @@ def test_frozen_model_stays_frozen_in_the_clone(request, family, build, frozen):
 
 @pytest.mark.parametrize("build, bug", [
     (frozen_nested_model, FROZEN_NESTED), (frozen_inside_a_nested_model, FROZEN_NESTED),
-    (frozen_model_in_a_wrapper, FROZEN_WRAPPED)],
-    ids=["nested", "inside a nested model", "in a wrapper"])
+    (frozen_model_in_a_wrapper, FROZEN_WRAPPED), (frozen_sequential_nested_model, FROZEN_NESTED)],
+    ids=["nested", "inside a nested model", "in a wrapper", "a nested Sequential"])
 def test_frozen_model_stays_frozen_from_its_config_and_file(request, family, build, bug,
                                                             tmp_path):
     """Model.from_config, model_from_json and load_model of a model holding
@@ -427,6 +444,7 @@ MODELS = [
     (lambda_mask_inside_a_nested_model, LAMBDA_MASK, "the clone's Lambda has no mask"),
     (frozen_nested_model, FROZEN_NESTED, "the clone's nested model is trainable"),
     (frozen_inside_a_nested_model, FROZEN_NESTED, "the clone's nested model is trainable"),
+    (frozen_sequential_nested_model, FROZEN_NESTED, "the nested Sequential model is trainable"),
     (sequential_of_a_lambda_mask_and_a_frozen_model, LAMBDA_MASK,
      "the Sequential clone's Lambda has no mask, its nested model is trainable"),
     (frozen_model_in_a_wrapper, FROZEN_WRAPPED, "the clone's wrapped model is trainable"),
