@@ -165,7 +165,8 @@ RULE_WORDS = {
 # the routine that calls a model on new tensors nests it, calls it twice and
 # splits it for multi_gpu_model; Layer.__call__'s mask bookkeeping runs for
 # every call of a nested model, whichever routine (or the loading) calls it;
-# a model's from_config loads it, and its get_config writes what is loaded.
+# a model's from_config loads it and makes it again from its own config
+# (the from_config check), and its get_config writes what both read.
 # Every routine but the clones runs for a model nested in another whenever
 # that one is loaded or cloned (multi_gpu_model's cpu_relocation clones).
 # tf.keras 1.15's clone routine makes the clone's layer calls in _make_new_nodes.
@@ -178,10 +179,10 @@ ROUTINE_CHECKS = {
     "run_internal_graph": ("nested", "called_twice", "multi_gpu", "original_unchanged"),
     "set_mask_metadata": ("load", "clone", "clone_of_clone", "nested", "called_twice",
                           "multi_gpu"),
-    "from_config": ("load",),
+    "from_config": ("load", "from_config"),
     # What from_config and, from tf.keras 2.0, every clone (multi_gpu_model's
     # cpu_relocation too) rebuild the model with.
-    "reconstruct_from_config": ("load", "clone", "clone_of_clone", "multi_gpu"),
+    "reconstruct_from_config": ("load", "from_config", "clone", "clone_of_clone", "multi_gpu"),
     # A Sequential computed by its own loop: nested, and where it has no
     # input shape (the model itself: what `load` compares).
     "call_and_compute_mask": ("load", "nested", "called_twice", "multi_gpu"),
@@ -190,9 +191,9 @@ ROUTINE_CHECKS = {
     "call": ("load", "nested", "called_twice", "multi_gpu"),
     "set_connectivity_metadata": ("clone", "clone_of_clone", "nested", "called_twice",
                                   "multi_gpu"),
-    "get_config": ("load",),
+    "get_config": ("load", "from_config"),
 }
-NESTED_MODEL_CHECKS = ("load", "clone", "clone_of_clone", "multi_gpu")
+NESTED_MODEL_CHECKS = ("load", "from_config", "clone", "clone_of_clone", "multi_gpu")
 
 
 class Target(object):

@@ -66,6 +66,11 @@ import keras_clone_fix
 GIVEN_INPUTS = "clone on given input tensors"
 # A frozen model in a wrapper stays frozen where wrapping keeps its flag.
 FROZEN_WRAPPED = "frozen model in a wrapper"
+# What a release's configs cannot hold, fix or no fix (not patched): the
+# model made from its own config (the from_config check) computes otherwise
+# (measured 2026-11-27 on keras 2.0.8, 2.2.4, 2.3.1, tf.keras 1.10, 1.13, 1.14).
+LAMBDA_MASK_NOT_IN_CONFIG = "a Lambda's config without its mask"
+TENSOR_ARGUMENTS_NOT_IN_CONFIG = "a model's config without its calls' tensor keyword arguments"
 
 
 def _families():
@@ -82,7 +87,8 @@ def _families():
                           {LAMBDA_MASK, FROZEN_NESTED, GIVEN_INPUTS, ARGUMENT_MADE_LATER} | (
                               {SURPLUS_MASKS} if version >= (2, 1, 6) else set()) | (
                               {CALLS_OUT_OF_ORDER} if version < (2, 2, 5) else set()) | (
-                              {FROZEN_WRAPPED} if version < (2, 1, 4) else set()), True))
+                              {FROZEN_WRAPPED} if version < (2, 1, 4) else set()) | {
+                              LAMBDA_MASK_NOT_IN_CONFIG, TENSOR_ARGUMENTS_NOT_IN_CONFIG}, True))
     if installed("tensorflow"):
         tensorflow = importlib.import_module("tensorflow")
         version = version_of(tensorflow)[:2]
@@ -101,7 +107,9 @@ def _families():
             found.append(("tf.keras " + tensorflow.__version__, tensorflow.keras,
                           {GIVEN_INPUTS, CALLS_OUT_OF_ORDER} | (
                               {ARGUMENT_MADE_LATER} if version < (1, 15) else set()) | (
-                              {LAMBDA_MASK, FROZEN_NESTED} if version < (1, 14) else set()) | (
+                              {LAMBDA_MASK, FROZEN_NESTED, LAMBDA_MASK_NOT_IN_CONFIG}
+                              if version < (1, 14) else set()) | (
+                              {TENSOR_ARGUMENTS_NOT_IN_CONFIG} if version < (1, 15) else set()) | (
                               {UNTAKEN_INPUT} if (1, 10) <= version < (1, 15) else set()) | (
                               {INPUT_RETURNED} if (1, 10) <= version < (1, 14) else set()) | (
                               {FROZEN_WRAPPED} if version < (1, 7) else set()),
@@ -457,6 +465,14 @@ MODELS = [
     (input_returned_unchanged, INPUT_RETURNED, "the copy of the returned input has no mask"),
     (explicit_mask_tensor, UNTAKEN_INPUT, "the rebuilt call takes the propagated mask"),
 ]
+# What each model's config cannot hold where a release has that bug, fix or no fix.
+CONFIG_CANNOT_HOLD = {
+    lambda_with_a_mask: LAMBDA_MASK_NOT_IN_CONFIG,
+    lambda_mask_inside_a_nested_model: LAMBDA_MASK_NOT_IN_CONFIG,
+    sequential_of_a_lambda_mask_and_a_frozen_model: LAMBDA_MASK_NOT_IN_CONFIG,
+    argument_made_after_its_call: TENSOR_ARGUMENTS_NOT_IN_CONFIG,
+    explicit_mask_tensor: TENSOR_ARGUMENTS_NOT_IN_CONFIG,
+}
 
 
 @pytest.mark.parametrize("build, bug, why", MODELS, ids=[build.__name__ for build, _, _ in MODELS])
@@ -466,9 +482,11 @@ def test_every_rebuild_computes_what_the_model_computes(request, family, build, 
     clone, the model nested and called twice, and multi_gpu_model's relocated
     replica (two GPUs that the CPU stands in for, where the release has it)
     predict what the model predicts, with its trainable weights, and the
-    model's call arguments stay as they were. Unpatched, on a release with
-    the model's bug, one of them does not; a release's other bugs may fail
-    the others unpatched."""
+    model's call arguments stay as they were; so does the model made from
+    its own config, but where the release's config cannot hold what the
+    model computes with (CONFIG_CANNOT_HOLD: not patched, it fails alike
+    without the fix). Unpatched, on a release with the model's bug, one of
+    them does not; a release's other bugs may fail the others unpatched."""
     keras, bugs, mode = family
     if mode == "unpatched" and bug not in bugs and keras.__name__ != "tf_keras":
         pytest.skip("unpatched, the release's other bugs may meet this model")
@@ -479,6 +497,8 @@ def test_every_rebuild_computes_what_the_model_computes(request, family, build, 
     other = _check.make_inputs(keras, model, BATCH, STEPS, seed=1, reverse=True)
     with lambdas_remade(keras):
         results = _check.Checks(keras, model, inputs, other).run()
+    if CONFIG_CANNOT_HOLD.get(build) in bugs:
+        assert results.pop("from_config")["result"] in _check.FAILED, results
     assert all(got["result"] in (_check.OK, _check.UNAVAILABLE) for got in results.values()), \
         results
 
@@ -497,6 +517,14 @@ def test_every_rebuild_computes_what_the_model_computes(request, family, build, 
     (calls_in_a_cycle, "cycle/s", CALLS_OUT_OF_ORDER, "a layer whose calls the model's config "
      "makes out of order (one waits for another layer's)", "clone",
      "wrong: largest absolute difference"),
+    (calls_in_a_cycle, "cycle/s", CALLS_OUT_OF_ORDER, "a layer whose calls the model's config "
+     "makes out of order (one waits for another layer's)", "from_config",
+     "wrong: largest absolute difference"),
+    (frozen_nested_model, "base", FROZEN_NESTED, "a frozen nested model (trainable = False)",
+     "from_config", "wrong: 4 trainable weights instead of 2"),
+    (frozen_sequential_nested_model, "base", FROZEN_NESTED,
+     "a frozen nested model (trainable = False)", "from_config",
+     "wrong: 4 trainable weights instead of 2"),
     (argument_made_after_its_call, "attend", ARGUMENT_MADE_LATER, "called with a tensor "
      "argument that the model's depths make after the call", "nested",
      "error: InvalidArgumentError: You must feed a value for placeholder tensor"),
@@ -507,8 +535,9 @@ def test_every_rebuild_computes_what_the_model_computes(request, family, build, 
      "input (a mask= argument, which the call's recorded arguments leave out)", "clone",
      "wrong: largest absolute difference"),
 ], ids=["lambda mask", "frozen nested model", "frozen model in a wrapper",
-        "more masks than outputs", "calls out of order", "argument made later", "input returned",
-        "explicit mask"])
+        "more masks than outputs", "calls out of order", "calls out of order from_config",
+        "frozen nested model from_config", "frozen nested Sequential from_config",
+        "argument made later", "input returned", "explicit mask"])
 def test_check_names_the_risk_and_its_check_sees_it(family, build, path, bug, what, check, wrong):
     """`check`'s engine, in this interpreter: the layer is named at risk where
     the release has the bug, and the check fails unpatched only there."""
