@@ -178,7 +178,8 @@ RULE_WORDS = {
 # the routine that calls a model on new tensors nests it, calls it twice and
 # splits it for multi_gpu_model; Layer.__call__'s mask bookkeeping runs for
 # every call of a nested model, whichever routine (or the loading) calls it;
-# a model's from_config loads it, and its get_config writes what is loaded.
+# a model's from_config loads it and makes it again from its own config
+# (the from_config check), and its get_config writes what both read.
 # Every routine but the clones runs for a model nested in another whenever
 # that one is loaded or cloned (multi_gpu_model's cpu_relocation clones).
 # tf.keras 1.15's clone routine makes the clone's layer calls in _make_new_nodes.
@@ -191,10 +192,10 @@ ROUTINE_CHECKS = {
     "run_internal_graph": ("nested", "called_twice", "multi_gpu", "original_unchanged"),
     "set_mask_metadata": ("load", "clone", "clone_of_clone", "nested", "called_twice",
                           "multi_gpu"),
-    "from_config": ("load",),
+    "from_config": ("load", "from_config"),
     # What from_config and, from tf.keras 2.0, every clone (multi_gpu_model's
     # cpu_relocation too) rebuild the model with.
-    "reconstruct_from_config": ("load", "clone", "clone_of_clone", "multi_gpu"),
+    "reconstruct_from_config": ("load", "from_config", "clone", "clone_of_clone", "multi_gpu"),
     # A Sequential computed by its own loop: nested, and where it has no
     # input shape (the model itself: what `load` compares).
     "call_and_compute_mask": ("load", "nested", "called_twice", "multi_gpu"),
@@ -203,14 +204,14 @@ ROUTINE_CHECKS = {
     "call": ("load", "nested", "called_twice", "multi_gpu"),
     "set_connectivity_metadata": ("clone", "clone_of_clone", "nested", "called_twice",
                                   "multi_gpu"),
-    "get_config": ("load",),
+    "get_config": ("load", "from_config"),
     # The walk that gathers a model's layers and nodes (tf.keras 1.4 - 1.6's
     # __init__, _map_graph_network after): what the clone and the model called
     # on new tensors compute from.
     "init": ("clone", "clone_of_clone", "nested", "called_twice", "multi_gpu"),
     "map_graph_network": ("clone", "clone_of_clone", "nested", "called_twice", "multi_gpu"),
 }
-NESTED_MODEL_CHECKS = ("load", "clone", "clone_of_clone", "multi_gpu")
+NESTED_MODEL_CHECKS = ("load", "from_config", "clone", "clone_of_clone", "multi_gpu")
 
 
 class Target(object):
@@ -310,6 +311,15 @@ TARGETS = (
            "made from) has no trainable, and leaves a call's tensor arguments out"),
     Target("keras", "keras.engine.network", "Network.get_config", (2, 2, 0), (2, 4, 0),
            ("TrainableWrittenInConfig", "TensorArgumentsRefused"), "the same routine in Network"),
+    Target("keras", "keras.models", "Sequential.get_config", (2, 0, 0), (2, 2, 0),
+           ("TrainableWrittenInConfig",),
+           "a Sequential model's config: the list of its layers' configs, which leave a frozen "
+           "Sequential model's layers trainable (its flag does not set theirs): nested in "
+           "another, it comes back trainable from a config or file"),
+    Target("keras", "keras.engine.sequential", "Sequential.get_config", (2, 2, 0), (2, 4, 0),
+           ("TrainableWrittenInConfig",),
+           "the same routine, moved to keras.engine.sequential in 2.2 (a dict of its name and "
+           "its layers' configs from 2.2.3)"),
     # tf.keras: the same routines, moved from module to module by TensorFlow.
     Target("tensorflow", "tensorflow.python.keras._impl.keras.models", "_clone_functional_model",
            (1, 4, 0), (1, 9, 0), CLONE_RULES,
@@ -449,6 +459,17 @@ TARGETS = (
            (1, 14, 0), (1, 15, 0), ("TensorArgumentsRefused",),
            "the same; 1.14's layers carry a frozen model's flag in their configs, and 1.15 "
            "writes a tensor argument as [layer name, node index, tensor index]"),
+    Target("tensorflow", "tensorflow.python.keras._impl.keras.models", "Sequential.get_config",
+           (1, 4, 0), (1, 7, 0), ("TrainableWrittenInConfig",),
+           "tf.keras's Sequential config: the list of its layers' configs, which leave a frozen "
+           "Sequential model's layers trainable: nested in another, it comes back trainable from "
+           "a config or file (1.14's trainable setter sets its layers' flags)"),
+    Target("tensorflow", "tensorflow.python.keras._impl.keras.engine.sequential",
+           "Sequential.get_config", (1, 7, 0), (1, 9, 0), ("TrainableWrittenInConfig",),
+           "the same routine, moved to tf.keras's engine in 1.7"),
+    Target("tensorflow", "tensorflow.python.keras.engine.sequential", "Sequential.get_config",
+           (1, 9, 0), (1, 14, 0), ("TrainableWrittenInConfig",),
+           "the same, out of _impl in 1.9 (a dict of its name and its layers' configs from 1.11)"),
     Target("tensorflow", "tensorflow.python.keras.engine.base_layer", "Layer._set_mask_metadata",
            (1, 11, 0), (1, 14, 0), ("MaskAlreadyComputedKept",),
            "Layer.__call__'s mask bookkeeping: a model called on new tensors has its output "

@@ -3,9 +3,9 @@
 Given a family's keras module (`keras`, or `tensorflow.keras`) and a built
 model, it makes inputs from the model's own input shapes and dtypes, names
 what in the model puts it at risk of the rebuild bugs, and runs the checks
-(clone, clone_of_clone, nested, called_twice, multi_gpu), each comparing
-predictions with the model's own on the same inputs (and a clone's count of
-trainable weights with the model's); `load` is that the
+(from_config, clone, clone_of_clone, nested, called_twice, multi_gpu), each
+comparing predictions with the model's own on the same inputs (and a
+rebuilt model's count of trainable weights with the model's); `load` is that the
 model predicts (`check` compares those predictions with the side's that
 loaded it with the fix); `original_unchanged` says which checks changed
 the call arguments recorded in the original's nodes. Those are put back after each
@@ -36,8 +36,8 @@ from keras_clone_fix._runtime import (
 
 OK, WRONG, ERROR, UNAVAILABLE = "ok", "wrong", "error", "unavailable"
 FAILED = (WRONG, ERROR)
-CHECKS = ("load", "clone", "clone_of_clone", "nested", "called_twice", "multi_gpu",
-          "original_unchanged")
+CHECKS = ("load", "from_config", "clone", "clone_of_clone", "nested", "called_twice",
+          "multi_gpu", "original_unchanged")
 # float32 models rebuilt from the same weights compute the same operations:
 # a difference above this is a different computation, not rounding.
 RTOL, ATOL = 1e-4, 1e-5
@@ -572,13 +572,26 @@ class Checks(object):
             release_name(self.keras)))
 
     def compare_clone(self, clone, predicting=None):
-        """The predictions of the clone (or of the model `predicting` that
-        holds it), then the clone's count of trainable weights, with the model's."""
+        """The predictions of the clone, or of another model rebuilt (or of
+        the model `predicting` that holds it), then its count of trainable
+        weights, with the model's."""
         compared = compare(self.expected, predict(self.keras, predicting or clone, self.inputs))
         want, have = len(self.model.trainable_weights), len(clone.trainable_weights)
         if compared["result"] == OK and have != want:
             return result(WRONG, "{} trainable weights instead of {}".format(have, want))
         return compared
+
+    def check_from_config(self):
+        """The model made again from its own config, as saving and loading
+        it makes it: model_from_json of its to_json (json.loads, then the
+        from_config of the config's class, a Sequential's or a functional
+        model's), given the model's weights. Its layers' classes are its
+        custom objects: the clones make its layers with them too."""
+        objects = dict((type(layer).__name__, type(layer))
+                       for _, layer in all_layers(self.keras, self.model))
+        rebuilt = self.keras.models.model_from_json(self.model.to_json(), custom_objects=objects)
+        rebuilt.set_weights(self.model.get_weights())
+        return self.compare_clone(rebuilt)
 
     def check_clone(self):
         if self.clone_model is None:

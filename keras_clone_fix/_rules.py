@@ -646,7 +646,10 @@ class _ModelReturned(Rule):
 
 class TrainableWrittenInConfig(_ModelReturned):
     """A model's `get_config`: `return copy.deepcopy(config)` ->
-    `return trainable_written(self, copy.deepcopy(config))`.
+    `return trainable_written(self, copy.deepcopy(config))`; a Sequential
+    model's own `get_config` returns its `config` as it is from keras 2.2.3
+    and tensorflow 1.11 (a dict of its name and layers; a list of its layers
+    before): `return config` -> `return trainable_written(self, config)`.
 
     A model's config has no `trainable` on Keras 2.0.0 - 2.3.1 and tf.keras
     of TensorFlow 1.4 - 1.13 (Container's, Network's get_config), and
@@ -657,16 +660,21 @@ class TrainableWrittenInConfig(_ModelReturned):
     `"trainable": false`, a key the releases' `from_config` does not read
     (a file saved with it loads as before where the fix is not installed);
     the config of any other model stays what the release writes.
-    TrainableReadFromConfig reads it back. TensorFlow 1.14's `trainable`
-    setter sets the flag of every layer inside, whose configs carry it.
+    TrainableReadFromConfig reads it back. A frozen Sequential model nested
+    in another came back trainable too, with or without the rest of the fix
+    (keras 2.0.0 - 2.3.1, tensorflow 1.4 - 1.13: 4 trainable weights for 2):
+    its own `get_config` writes the configs of its layers, which say
+    `"trainable": false` with the fix. TensorFlow 1.14's `trainable` setter
+    sets the flag of every layer inside, whose configs carry it.
     """
 
     helpers = (trainable_written,)
     given = "self"
 
     def returns(self, value):
-        return (isinstance(value, ast.Call) and _is_attribute(value.func, "copy", "deepcopy")
-                and len(value.args) == 1 and _name(value.args[0]) == "config")
+        if isinstance(value, ast.Call) and _is_attribute(value.func, "copy", "deepcopy"):
+            value = value.args[0] if len(value.args) == 1 else None
+        return _name(value) == "config"
 
 
 class TrainableReadFromConfig(_ModelReturned):

@@ -286,9 +286,12 @@ def trainable_written(model, config):
     release reads: a file saved from a frozen model loads with its weights
     frozen, in their order, where the fix is not installed too. A model's
     `get_config` leaves its trainable out on Keras 2.x and tf.keras 1.4 -
-    1.13, and setting it leaves the layers' own flags as they were."""
-    if not getattr(model, "trainable", True) and isinstance(config, dict):
-        config["trainable"] = False
+    1.13, and setting it leaves the layers' own flags as they were. A
+    Sequential model's config is the list of its layers' before keras 2.2.3
+    and tensorflow 1.11: their configs alone say it."""
+    if not getattr(model, "trainable", True):
+        if isinstance(config, dict):
+            config["trainable"] = False
         _layers_frozen(config)
     return config
 

@@ -58,14 +58,18 @@ CONTAINER = ["keras.engine.topology.Container.run_internal_graph",
              "keras.engine.topology.Container.from_config",
              "keras.engine.topology.Container.get_config"]
 CLONES = ["keras.models._clone_functional_model", "keras.models._clone_sequential_model"]
+# A Sequential model's own get_config (a frozen one nested in another).
+CONTAINER_AND_SEQUENTIAL = CONTAINER + ["keras.models.Sequential.get_config"]
 NETWORK_2_2 = CLONES + ["keras.engine.network.Network.run_internal_graph",
                         "keras.engine.network.Network.from_config",
                         "keras.engine.network.Network.get_config",
+                        "keras.engine.sequential.Sequential.get_config",
                         "keras.engine.network._map_graph_network"]
 
 
 @pytest.mark.parametrize("version, patched", [
-    ("2.0.6", CONTAINER), ("2.0.7", CLONES + CONTAINER), ("2.1.6", CLONES + CONTAINER),
+    ("2.0.6", CONTAINER_AND_SEQUENTIAL), ("2.0.7", CLONES + CONTAINER_AND_SEQUENTIAL),
+    ("2.1.6", CLONES + CONTAINER_AND_SEQUENTIAL),
     ("2.2.0", NETWORK_2_2), ("2.2.4-custom", NETWORK_2_2), ("2.2.5", NETWORK_2_2),
     ("2.3.1", NETWORK_2_2), ("2.4.0", []),
     ("2.5.0", ["keras.models._clone_functional_model",
@@ -98,7 +102,8 @@ CALL = "tensorflow.python.keras.engine.base_layer.Layer.__call__"
 ARGUMENTS = "tensorflow.python.keras.engine.base_layer.Layer._set_connectivity_metadata_"
 IMPL = "tensorflow.python.keras._impl.keras."
 IMPL_CLONES = [IMPL + "models._clone_functional_model", IMPL + "models._clone_sequential_model"]
-CONFIG_1_9 = [CLONE, SEQUENTIAL, NETWORK, FROM_CONFIG, GET_CONFIG]
+SEQUENTIAL_CONFIG = "tensorflow.python.keras.engine.sequential.Sequential.get_config"
+CONFIG_1_9 = [CLONE, SEQUENTIAL, NETWORK, FROM_CONFIG, GET_CONFIG, SEQUENTIAL_CONFIG]
 WALK = "tensorflow.python.keras.engine.network._map_graph_network"
 
 
@@ -106,14 +111,17 @@ WALK = "tensorflow.python.keras.engine.network._map_graph_network"
     ("1.4.1", IMPL_CLONES + ["tensorflow.python.layers.base.Network._run_internal_graph",
                              IMPL + "engine.topology.Network.from_config",
                              IMPL + "engine.topology.Network.get_config",
+                             IMPL + "models.Sequential.get_config",
                              "tensorflow.python.layers.base.Network.__init__"]),
     ("1.5.1", IMPL_CLONES + ["tensorflow.python.layers.network.GraphNetwork._run_internal_graph",
                              IMPL + "engine.topology.Network.from_config",
                              IMPL + "engine.topology.Network.get_config",
+                             IMPL + "models.Sequential.get_config",
                              "tensorflow.python.layers.network.GraphNetwork.__init__"]),
     ("1.8.0", IMPL_CLONES + [IMPL + "engine.network.Network._run_internal_graph",
                              IMPL + "engine.network.Network.from_config",
                              IMPL + "engine.network.Network.get_config",
+                             IMPL + "engine.sequential.Sequential.get_config",
                              IMPL + "engine.network._map_graph_network"]),
     ("1.10.1", CONFIG_1_9 + [CALL, ARGUMENTS, WALK]),
     ("1.11.0", CONFIG_1_9 + [MASKS, SEQUENTIAL_MASKS, CALL, ARGUMENTS, WALK]),
@@ -187,22 +195,28 @@ def test_every_target_meets_risks_that_endanger_checks_of_its_routine():
     # 1.15: the clone routine's calls (_make_new_nodes), not a nested model's
     ("tensorflow", "1.15.0", "tensor arguments", True, {"clone", "clone_of_clone", "multi_gpu",
                                                         "original_unchanged"}),
-    ("tensorflow", "1.15.0", "calls out of order", False, {"load"}),
+    ("tensorflow", "1.15.0", "calls out of order", False, {"load", "from_config"}),
     # TensorFlow 2.0 - 2.1: every clone is made from the model's config
-    ("tensorflow", "2.1.4", "calls out of order", False, {"load", "clone", "clone_of_clone",
-                                                          "multi_gpu"}),
+    ("tensorflow", "2.1.4", "calls out of order", False, {"load", "from_config", "clone",
+                                                          "clone_of_clone", "multi_gpu"}),
     ("tensorflow", "2.1.4", "shared model", True, set()),
-    # from_config loads a model, and makes each model nested in another that is cloned
-    ("keras", "2.2.4", "calls out of order", False, {"load"}),
-    ("tensorflow", "1.14.0", "calls out of order", True, {"load", "clone", "clone_of_clone",
-                                                          "multi_gpu"}),
+    # from_config loads a model, makes it again from its own config, and makes each
+    # model nested in another that is cloned
+    ("keras", "2.2.4", "calls out of order", False, {"load", "from_config"}),
+    ("tensorflow", "1.14.0", "calls out of order", True, {"load", "from_config", "clone",
+                                                          "clone_of_clone", "multi_gpu"}),
     ("keras", "2.2.5", "calls out of order", True, set()),
     # from tf.keras 2.2 the clone routine makes the clone with the routine from_config runs
     # From tf.keras 2.0 every clone (multi_gpu_model's cpu_relocation too) runs it.
     ("tensorflow", "2.3.4", "calls out of order", False,
-     {"load", "clone", "clone_of_clone", "multi_gpu"}),
+     {"load", "from_config", "clone", "clone_of_clone", "multi_gpu"}),
     ("keras", "2.6.0", "calls out of order", False,
-     {"load", "clone", "clone_of_clone", "multi_gpu"}),
+     {"load", "from_config", "clone", "clone_of_clone", "multi_gpu"}),
+    # a frozen model's config (get_config: a Sequential's own too) and from_config
+    ("keras", "2.2.4", "frozen nested model", True, {"load", "from_config", "clone",
+                                                     "clone_of_clone", "multi_gpu",
+                                                     "original_unchanged"}),
+    ("tensorflow", "1.14.0", "frozen nested model", True, set()),
     ("keras", "2.7.0", "calls out of order", False, set()),
     # a Sequential's own loop: nested, and the model itself where it has no input shape
     ("tensorflow", "1.13.2", "mask flag denied", False, {"load", "nested", "called_twice",

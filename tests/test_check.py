@@ -57,8 +57,8 @@ NESTS_ON_MASKED_TENSORS = TENSORFLOW >= (1, 14) if FAMILY == "tf.keras" else VER
 # Layer._set_mask_metadata of tf.keras 1.11 - 1.13 overwrites a called
 # model's output masks with None (MaskAlreadyComputedKept).
 OUTPUT_MASKS_DROPPED = FAMILY == "tf.keras" and (1, 11) <= TENSORFLOW < (1, 14)
-CHECKS = ["load", "clone", "clone_of_clone", "nested", "called_twice", "multi_gpu",
-          "original_unchanged"]
+CHECKS = ["load", "from_config", "clone", "clone_of_clone", "nested", "called_twice",
+          "multi_gpu", "original_unchanged"]
 # multi_gpu_model with cpu_relocation (keras 2.1.6 - 2.3.1, TensorFlow backend);
 # elsewhere the check is "unavailable" on both sides.
 HAS_MULTI_GPU_MODEL = find_multi_gpu_model(keras)[0] is not None
@@ -339,11 +339,13 @@ def test_shared_masked_encoder_saved_as_json_without_weights(checked_models):
             report["checks"]["multi_gpu"]["patched"]["detail"]
     if MASKS_WRONG:
         # Loaded without the fix, the second call uses the first call's mask,
-        # silently; called on new tensors, a mask of the original's graph.
-        # keras 2.0.0 - 2.0.2 record the propagated mask among the call
-        # arguments: loading it without the fix already needs the original's placeholder.
+        # silently, and so does the model made again from its config; called on
+        # new tensors, a mask of the original's graph. keras 2.0.0 - 2.0.2 record
+        # the propagated mask among the call arguments: loading it without the
+        # fix already needs the original's placeholder.
         assert_unpatched_fails(report, {"load": "error"} if KERAS_AFFECTED and VERSION < (
-            2, 0, 3) else {"load": "wrong", "nested": "error", "called_twice": "error"})
+            2, 0, 3) else {"load": "wrong", "from_config": "wrong", "nested": "error",
+                           "called_twice": "error"})
 
 
 def test_masked_gru_whose_state_is_the_output(checked_models):

@@ -37,8 +37,9 @@ def test_a_keras_3_file_is_checked_and_the_release_named_not_affected(tmp_path, 
     results = dict((name, sides["patched"]["result"]) for name, sides in
                    report["checks"].items())
     assert all(list(sides) == ["patched"] for sides in report["checks"].values())
-    assert results == dict(load="ok", clone="ok", clone_of_clone="ok", nested="ok",
-                           called_twice="ok", multi_gpu="unavailable", original_unchanged="ok")
+    assert results == dict(load="ok", from_config="ok", clone="ok", clone_of_clone="ok",
+                           nested="ok", called_twice="ok", multi_gpu="unavailable",
+                           original_unchanged="ok")
     assert report["summary"] == "{} is not affected by these bugs; every check matches the " \
                                 "model's predictions.".format(
                                     "keras " + keras.__version__ if family == "keras" else

@@ -44,8 +44,8 @@ def test_json_report_matches_the_environment():
         return
     assert made["model"] == "the built-in model" and made["keras"] == ".".join(map(str, KERAS))
     assert made["affected"] is True and made["ok"] is True
-    assert list(made["checks"]) == ["load", "clone", "clone_of_clone", "nested", "called_twice",
-                                    "multi_gpu", "original_unchanged"]
+    assert list(made["checks"]) == ["load", "from_config", "clone", "clone_of_clone", "nested",
+                                    "called_twice", "multi_gpu", "original_unchanged"]
     results = side_results(made, "patched")
     assert set(results.values()) <= {"ok", "unavailable"} and results["called_twice"] == "ok"
     assert (results["clone"] == "ok") is (KERAS >= (2, 0, 7))

@@ -30,6 +30,11 @@ what the model computes, judged by check's engine.
   do not read, and TrainableReadFromConfig reads it back.
 - A Sequential model: clone_model clones it with the Sequential routine,
   which makes each layer from its config too (LambdaMaskKept, TrainableKept).
+- A frozen Sequential model nested in another, made from the outer model's
+  config: the Sequential's own `get_config` writes its layers' configs, which
+  left them trainable on keras 2.0.0 - 2.3.1 and tf.keras 1.4 - 1.13 (4
+  trainable weights for 2), with or without the rest of the fix
+  (TrainableWrittenInConfig on Sequential.get_config).
 - A frozen model in a wrapper (`TimeDistributed(inner)`): keras 2.0.7 -
   2.1.3 and tf.keras 1.4 - 1.6 keep its flag when wrapping, and the
   wrapper's config made it trainable (TrainableKept).
@@ -72,6 +77,10 @@ import keras_clone_fix
 GIVEN_INPUTS = "clone on given input tensors"
 # A frozen model in a wrapper stays frozen where wrapping keeps its flag.
 FROZEN_WRAPPED = "frozen model in a wrapper"
+# What a release's configs cannot hold, fix or no fix (not patched): the
+# model made from its own config (the from_config check) computes otherwise
+# (measured 2026-11-27 on keras 2.0.8, 2.2.4, 2.3.1, tf.keras 1.10, 1.13, 1.14).
+LAMBDA_MASK_NOT_IN_CONFIG = "a Lambda's config without its mask"
 
 
 def _families():
@@ -86,7 +95,7 @@ def _families():
         if (2, 0, 7) <= version < (2, 4, 0) and keras.backend.backend() != "theano":
             found.append(("keras " + keras.__version__, keras,
                           {LAMBDA_MASK, FROZEN_NESTED, GIVEN_INPUTS, ARGUMENT_MADE_LATER,
-                           ARGUMENT_NOT_IN_CONFIG} | (
+                           ARGUMENT_NOT_IN_CONFIG, LAMBDA_MASK_NOT_IN_CONFIG} | (
                               {SURPLUS_MASKS} if version >= (2, 1, 6) else set()) | (
                               {ARGUMENT_MAKER_LEFT_OUT} if version >= (2, 2, 0) else set()) | (
                               {CALLS_OUT_OF_ORDER} if version < (2, 2, 5) else set()) | (
@@ -110,7 +119,8 @@ def _families():
                           {GIVEN_INPUTS, CALLS_OUT_OF_ORDER} | (
                               {ARGUMENT_MADE_LATER, ARGUMENT_NOT_IN_CONFIG,
                                ARGUMENT_MAKER_LEFT_OUT} if version < (1, 15) else set()) | (
-                              {LAMBDA_MASK, FROZEN_NESTED} if version < (1, 14) else set()) | (
+                              {LAMBDA_MASK, FROZEN_NESTED, LAMBDA_MASK_NOT_IN_CONFIG}
+                              if version < (1, 14) else set()) | (
                               {UNTAKEN_INPUT} if (1, 10) <= version < (1, 15) else set()) | (
                               {INPUT_RETURNED} if (1, 10) <= version < (1, 14) else set()) | (
                               {FROZEN_WRAPPED} if version < (1, 7) else set()),
@@ -208,6 +218,16 @@ def frozen_nested_model(keras):
     return keras.models.Model(j, L.Dense(1)(base(j)))
 
 
+def frozen_sequential_nested_model(keras):
+    """frozen_nested_model with a Sequential model for `base`: its own
+    get_config writes the configs of its layers."""
+    L = keras.layers
+    base = keras.models.Sequential([L.Dense(4, input_shape=(3,))], name="base")
+    base.trainable = False
+    j = L.Input(shape=(3,))
+    return keras.models.Model(j, L.Dense(1)(base(j)))
+
+
 def frozen_inside_a_nested_model(keras):
     """A frozen model inside a nested one, and a Dense of the same shape
     after it there: the nested model lists its trainable weights first, so a
@@ -295,12 +315,13 @@ def argument_made_after_its_call(keras):
     return keras.models.Model([a, b], [L.Dense(1)(L.Dense(3)(attended)), w])
 
 
-@pytest.mark.parametrize("build, frozen", [
-    (frozen_nested_model, ["base"]), (frozen_inside_a_nested_model, ["outer", "inner"])],
-    ids=["nested", "inside a nested model"])
-def test_frozen_model_stays_frozen_in_the_clone(request, family, build, frozen):
-    """`base.trainable = False; Model(j, Dense(1)(base(j)))`, and a frozen
-    model one level deeper: the clone has the model's trainable weights,
+@pytest.mark.parametrize("build, depth", [
+    (frozen_nested_model, 1), (frozen_inside_a_nested_model, 2),
+    (frozen_sequential_nested_model, 1)],
+    ids=["nested", "inside a nested model", "a nested Sequential"])
+def test_frozen_model_stays_frozen_in_the_clone(request, family, build, depth):
+    """`base.trainable = False; Model(j, Dense(1)(base(j)))`, a frozen model
+    one level deeper, and a frozen Sequential `base`: the clone has the model's trainable weights,
     predicts what it predicts once given `model.get_weights()`, and training
     it leaves the frozen model as it was."""
     expect(request, family, FROZEN_NESTED, "the clone's nested model is trainable")
@@ -311,8 +332,9 @@ def test_frozen_model_stays_frozen_in_the_clone(request, family, build, frozen):
     data = numpy.random.RandomState(0).normal(size=(BATCH, 3))
     numpy.testing.assert_allclose(clone.predict(data), model.predict(data), rtol=1e-6, atol=1e-7)
     clone_frozen = clone
-    for name in frozen:
-        clone_frozen = clone_frozen.get_layer(name)
+    for _ in range(depth):  # the one model at each depth (keras < 2.2.3 names a Sequential anew)
+        clone_frozen, = [layer for layer in clone_frozen.layers
+                         if isinstance(layer, keras.models.Model)]
     before = clone_frozen.get_weights()
     clone.compile("sgd", "mse")
     random = numpy.random.RandomState(1)
@@ -323,8 +345,8 @@ def test_frozen_model_stays_frozen_in_the_clone(request, family, build, frozen):
 
 @pytest.mark.parametrize("build, bug", [
     (frozen_nested_model, FROZEN_NESTED), (frozen_inside_a_nested_model, FROZEN_NESTED),
-    (frozen_model_in_a_wrapper, FROZEN_WRAPPED)],
-    ids=["nested", "inside a nested model", "in a wrapper"])
+    (frozen_model_in_a_wrapper, FROZEN_WRAPPED), (frozen_sequential_nested_model, FROZEN_NESTED)],
+    ids=["nested", "inside a nested model", "in a wrapper", "a nested Sequential"])
 def test_frozen_model_stays_frozen_from_its_config_and_file(request, family, build, bug,
                                                             tmp_path):
     """Model.from_config, model_from_json and load_model of a model holding
@@ -483,6 +505,7 @@ MODELS = [
     (lambda_mask_inside_a_nested_model, LAMBDA_MASK, "the clone's Lambda has no mask"),
     (frozen_nested_model, FROZEN_NESTED, "the clone's nested model is trainable"),
     (frozen_inside_a_nested_model, FROZEN_NESTED, "the clone's nested model is trainable"),
+    (frozen_sequential_nested_model, FROZEN_NESTED, "the nested Sequential model is trainable"),
     (sequential_of_a_lambda_mask_and_a_frozen_model, LAMBDA_MASK,
      "the Sequential clone's Lambda has no mask, its nested model is trainable"),
     (frozen_model_in_a_wrapper, FROZEN_WRAPPED, "the clone's wrapped model is trainable"),
@@ -499,6 +522,16 @@ MODELS = [
     (mask_made_by_a_layer_nothing_else_takes, ARGUMENT_MAKER_LEFT_OUT,
      "the rebuilt call takes the original's mask tensor"),
 ]
+# What each model's config cannot hold where a release has that bug, fix or no fix.
+CONFIG_CANNOT_HOLD = {
+    lambda_with_a_mask: LAMBDA_MASK_NOT_IN_CONFIG,
+    lambda_mask_inside_a_nested_model: LAMBDA_MASK_NOT_IN_CONFIG,
+    sequential_of_a_lambda_mask_and_a_frozen_model: LAMBDA_MASK_NOT_IN_CONFIG,
+    argument_made_after_its_call: ARGUMENT_NOT_IN_CONFIG,  # refused with the fix
+    explicit_mask_tensor: ARGUMENT_NOT_IN_CONFIG,
+    keyword_tensor_of_a_layer_nothing_else_takes: ARGUMENT_NOT_IN_CONFIG,
+    mask_made_by_a_layer_nothing_else_takes: ARGUMENT_NOT_IN_CONFIG,
+}
 
 
 @pytest.mark.parametrize("build, bug, why", MODELS, ids=[build.__name__ for build, _, _ in MODELS])
@@ -508,9 +541,11 @@ def test_every_rebuild_computes_what_the_model_computes(request, family, build, 
     clone, the model nested and called twice, and multi_gpu_model's relocated
     replica (two GPUs that the CPU stands in for, where the release has it)
     predict what the model predicts, with its trainable weights, and the
-    model's call arguments stay as they were. Unpatched, on a release with
-    the model's bug, one of them does not; a release's other bugs may fail
-    the others unpatched."""
+    model's call arguments stay as they were; so does the model made from
+    its own config, but where the release's config cannot hold what the
+    model computes with (CONFIG_CANNOT_HOLD: not patched, it fails alike
+    without the fix). Unpatched, on a release with the model's bug, one of
+    them does not; a release's other bugs may fail the others unpatched."""
     keras, bugs, mode = family
     if mode == "unpatched" and bug not in bugs and keras.__name__ != "tf_keras":
         pytest.skip("unpatched, the release's other bugs may meet this model")
@@ -521,6 +556,8 @@ def test_every_rebuild_computes_what_the_model_computes(request, family, build, 
     other = _check.make_inputs(keras, model, BATCH, STEPS, seed=1, reverse=True)
     with lambdas_remade(keras):
         results = _check.Checks(keras, model, inputs, other).run()
+    if CONFIG_CANNOT_HOLD.get(build) in bugs:
+        assert results.pop("from_config")["result"] in _check.FAILED, results
     assert all(got["result"] in (_check.OK, _check.UNAVAILABLE) for got in results.values()), \
         results
 
@@ -539,6 +576,14 @@ def test_every_rebuild_computes_what_the_model_computes(request, family, build, 
     (calls_in_a_cycle, "cycle/s", CALLS_OUT_OF_ORDER, "a layer whose calls the model's config "
      "makes out of order (one waits for another layer's)", "clone",
      "wrong: largest absolute difference"),
+    (calls_in_a_cycle, "cycle/s", CALLS_OUT_OF_ORDER, "a layer whose calls the model's config "
+     "makes out of order (one waits for another layer's)", "from_config",
+     "wrong: largest absolute difference"),
+    (frozen_nested_model, "base", FROZEN_NESTED, "a frozen nested model (trainable = False)",
+     "from_config", "wrong: 4 trainable weights instead of 2"),
+    (frozen_sequential_nested_model, "base", FROZEN_NESTED,
+     "a frozen nested model (trainable = False)", "from_config",
+     "wrong: 4 trainable weights instead of 2"),
     (argument_made_after_its_call, "attend", ARGUMENT_MADE_LATER, "called with a tensor "
      "argument that the model's depths make after the call", "nested",
      "error: InvalidArgumentError: You must feed a value for placeholder tensor"),
@@ -552,8 +597,9 @@ def test_every_rebuild_computes_what_the_model_computes(request, family, build, 
      "a layer whose output only keyword arguments take (the model's walk leaves it out)",
      "nested", "error: InvalidArgumentError: You must feed a value for placeholder tensor"),
 ], ids=["lambda mask", "frozen nested model", "frozen model in a wrapper",
-        "more masks than outputs", "calls out of order", "argument made later", "input returned",
-        "explicit mask", "argument maker left out"])
+        "more masks than outputs", "calls out of order", "calls out of order from_config",
+        "frozen nested model from_config", "frozen nested Sequential from_config",
+        "argument made later", "input returned", "explicit mask", "argument maker left out"])
 def test_check_names_the_risk_and_its_check_sees_it(family, build, path, bug, what, check, wrong):
     """`check`'s engine, in this interpreter: the layer is named at risk where
     the release has the bug, and the check fails unpatched only there."""
