@@ -914,7 +914,7 @@ class ArgumentMakersWalked(Rule):
     walk's loop over the outputs>`, then `walked_argument_makers_placed(
     nodes_in_decreasing_depth, nodes_depths, layers_depths)`.
 
-    Keras 2.0.6 - 2.3.1 and tf.keras of TensorFlow 1.4 - 1.14 walk a model
+    Keras 2.0.4 - 2.3.1 and tf.keras of TensorFlow 1.4 - 1.14 walk a model
     from its outputs through the tensors each call takes as inputs, not
     through the tensors in its keyword arguments: a layer whose output only
     a keyword argument takes (`Scale()(h, scale=Dense(4)(x))`, `m =
@@ -936,7 +936,7 @@ class ArgumentMakersWalked(Rule):
             return node  # the walk's own def, nested in the routine
         self.outputs_loop = None
         if not any(_name(name) == "nodes_in_decreasing_depth" for name in _nodes(node)):
-            return node  # Keras 2.0.0 - 2.0.5 set the depths as they walk
+            return node  # Keras 2.0.0 - 2.0.3 set the depths as they walk
         for statement in node.body:
             if (isinstance(statement, ast.For) and _name(statement.target) is not None
                     and any(isinstance(call, ast.Call) and (_name(call.func) or "").startswith(

@@ -58,6 +58,8 @@ CONTAINER = ["keras.engine.topology.Container.run_internal_graph",
              "keras.engine.topology.Container.from_config",
              "keras.engine.topology.Container.get_config"]
 CLONES = ["keras.models._clone_functional_model", "keras.models._clone_sequential_model"]
+# keras 2.0.4 - 2.1.6 walk the graph in Container.__init__ (decorated; 2.0.0 - 2.0.3 otherwise).
+CONTAINER_WALK = CONTAINER + ["keras.engine.topology.Container.__init__"]
 NETWORK_2_2 = CLONES + ["keras.engine.network.Network.run_internal_graph",
                         "keras.engine.network.Network.from_config",
                         "keras.engine.network.Network.get_config",
@@ -65,7 +67,8 @@ NETWORK_2_2 = CLONES + ["keras.engine.network.Network.run_internal_graph",
 
 
 @pytest.mark.parametrize("version, patched", [
-    ("2.0.6", CONTAINER), ("2.0.7", CLONES + CONTAINER), ("2.1.6", CLONES + CONTAINER),
+    ("2.0.3", CONTAINER), ("2.0.4", CONTAINER_WALK), ("2.0.6", CONTAINER_WALK),
+    ("2.0.7", CLONES + CONTAINER_WALK), ("2.1.6", CLONES + CONTAINER_WALK),
     ("2.2.0", NETWORK_2_2), ("2.2.4-custom", NETWORK_2_2), ("2.2.5", NETWORK_2_2),
     ("2.3.1", NETWORK_2_2), ("2.4.0", []),
     ("2.5.0", ["keras.models._clone_functional_model",
