@@ -26,7 +26,10 @@ def build_fixed(original, rule_names, decorator=None):
     source has what every rule rewrites.
     """
     if decorator is not None:
-        original = getattr(original, "__wrapped__", None)
+        made = original
+        original = getattr(made, "__wrapped__", None)
+        if not isinstance(original, types.FunctionType):
+            raise UnsupportedFunction("expected what @{} made, found {!r}".format(decorator, made))
     if not isinstance(original, types.FunctionType):
         raise UnsupportedFunction("expected a plain function, found {!r}".format(original))
     if original.__code__.co_freevars:

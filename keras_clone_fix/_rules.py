@@ -980,8 +980,9 @@ def _future_flags(original):
 
 def _function_def(original, decorator=None):
     """The ast of `original`'s definition, at its lines in its file: one def,
-    undecorated, a classmethod, or decorated by `decorator` alone (its
-    expression's text; the lines start at the decorator's, as the code's).
+    undecorated or a classmethod, or, where a `decorator` is given (its
+    expression's text), decorated by it alone (the lines start at the
+    decorator's, as the code's).
 
     Read as inspect.getsource would, without its tokenizer: the file's
     lines (linecache, reread if the file changed on disk since) from the
@@ -1018,9 +1019,9 @@ def _function_def(original, decorator=None):
     definition = body[0] if len(body) == 1 else None
     decorators = [_dotted(expression) for expression in getattr(definition, "decorator_list", [])]
     if not isinstance(definition, ast.FunctionDef) or decorators not in (
-            [], ["classmethod"], [decorator]):
-        raise UnsupportedFunction("its source is not one def, undecorated or a classmethod" + (
-            " or @" + decorator if decorator else ""))
+            ([decorator],) if decorator else ([], ["classmethod"])):
+        raise UnsupportedFunction("its source is not one def, " + (
+            "decorated by @" + decorator if decorator else "undecorated or a classmethod"))
     return _mangled(definition, original)
 
 

@@ -433,12 +433,14 @@ def test_a_target_s_decorator_is_applied_to_the_twin_of_its_def():
         ["m", "m", "m"], 3)
     assert step_decorated_like_keras(Node(), old_layer=Layer("m", outputs=3),
                                      computed_mask="m")[1:] == (["m"], 1)
-    with pytest.raises(UnsupportedFunction, match="or @interfaces.other_support"):
+    with pytest.raises(UnsupportedFunction, match="decorated by @interfaces.other_support"):
         build_fixed(step_decorated_like_keras, ["OneMaskPerOutput"], "interfaces.other_support")
     with pytest.raises(UnsupportedFunction, match="it is a closure"):
         build_fixed(step_decorated_like_keras, ["OneMaskPerOutput"])
-    with pytest.raises(UnsupportedFunction, match="expected a plain function"):
+    with pytest.raises(UnsupportedFunction, match="expected what @interfaces.legacy_support made"):
         build_fixed(step_like_keras, ["OneMaskPerOutput"], "interfaces.legacy_support")
+    with pytest.raises(UnsupportedFunction, match="decorated by @interfaces.legacy_support"):
+        build_fixed(decorated(step_like_keras), ["OneMaskPerOutput"], "interfaces.legacy_support")
 
 
 def write(path, text):
