@@ -92,7 +92,8 @@ def keras_behaviour(keras):
             if hasattr(keras.models, "clone_model") else None,  # none before 2.0.7
             "call": attempt(lambda: keras.models.Model(new_input, model(new_input))),
             "from_config": from_config_behaviour(keras), "get_config": frozen_written(keras),
-            "sequential_clone": sequential_clone_masked(keras), "walk": argument_maker_walked(keras)}
+            "sequential_clone": sequential_clone_masked(keras),
+            "walk": argument_maker_walked(keras)}
 
 
 def argument_maker_walked(keras):
