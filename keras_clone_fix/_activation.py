@@ -358,7 +358,7 @@ def _wrap(target):
 
     owner, name, top = _resolve(target)
     holder, original = _spine(top)[-1]
-    fixed = _fix.build_fixed(function_of(original), target.rules)
+    fixed = _fix.build_fixed(function_of(original), target.rules, target.decorator)
 
     def call_fixed(wrapped, instance, args, kwargs):
         if instance is None:  # a function of a module

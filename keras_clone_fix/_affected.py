@@ -24,7 +24,8 @@ RELEASES = {
          "the original's tensors in call arguments; keyword tensors made after their "
          "call; masked tensors refused by a model; frozen models unfrozen when loaded "
          "(a frozen model's config without trainable); tensor arguments left out of a "
-         "model's config (refused)"),
+         "model's config (refused); layers making only keyword tensors left out of the "
+         "model (from 2.0.4)"),
         ((2, 0, 7), (2, 2, 5), True,
          "clone_model, calling a model on new tensors, and from_config (load_model): "
          "multi-output layers' outputs dropped or refused; outputs or masks lost in "
@@ -35,7 +36,7 @@ RELEASES = {
          "clones; clones on input_tensors that do not reload; layer calls reordered by "
          "from_config; frozen models unfrozen when loaded (a frozen model's config without "
          "trainable); tensor arguments left out of a model's config (refused); layers making "
-         "only keyword tensors left out of the model (from 2.2)"),
+         "only keyword tensors left out of the model"),
         ((2, 2, 5), (2, 4, 0), True,
          "clone_model and calling a model on new tensors: multi-output layers' outputs "
          "dropped or refused (masking layers); outputs or masks lost in clones (nested "
@@ -219,13 +220,18 @@ class Target(object):
     class: collections.namedtuple costs 0.3 ms a class on Python 3.6, in
     every patch(). `risks`: what in a model its release's routine gets
     wrong: what its rules answer (RULE_RISKS), and `more_risks` that its
-    rules answer only on some releases."""
+    rules answer only on some releases. `decorator`: the decorator of the
+    def (its text in the source), where what the target holds is the
+    function it made; the fix is built from the def and decorated alike."""
 
-    __slots__ = ("family", "module", "attribute", "first", "past", "rules", "why", "risks")
+    __slots__ = ("family", "module", "attribute", "first", "past", "rules", "why", "risks",
+                 "decorator")
 
-    def __init__(self, family, module, attribute, first, past, rules, why, more_risks=()):
+    def __init__(self, family, module, attribute, first, past, rules, why, more_risks=(),
+                 decorator=None):
         self.family, self.module, self.attribute = family, module, attribute
         self.first, self.past, self.rules, self.why = first, past, rules, why
+        self.decorator = decorator
         self.risks = tuple(risk for rule in rules for risk in RULE_RISKS[rule]) + more_risks
 
     def __repr__(self):
@@ -491,7 +497,13 @@ TARGETS = (
     # The walk that gathers a model's nodes and layers follows the tensors a
     # call takes as inputs, not those in its keyword arguments, to tf.keras
     # 1.14 (1.15 follows both). Keras 2.0.0 - 2.1.6 walk in Container.__init__,
-    # which legacy_model_constructor_support wraps (a closure: not patched).
+    # which legacy_model_constructor_support wraps (Keras 1's argument names).
+    Target("keras", "keras.engine.topology", "Container.__init__", (2, 0, 4), (2, 2, 0),
+           ("ArgumentMakersWalked",),
+           "a model's walk of its graph, in Container.__init__ (the function Keras 1's "
+           "argument names are converted for): a layer whose output only a keyword argument "
+           "takes is left out of the model",
+           decorator="interfaces.legacy_model_constructor_support"),
     Target("keras", "keras.engine.network", "_map_graph_network", (2, 2, 0), (2, 4, 0),
            ("ArgumentMakersWalked",),
            "a model's walk of its graph, from its outputs through its calls' inputs: a layer "

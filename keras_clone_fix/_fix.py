@@ -14,26 +14,37 @@ from keras_clone_fix import _cache
 from keras_clone_fix._runtime import HELPERS, UnsupportedFunction
 
 
-def build_fixed(original, rule_names):
+def build_fixed(original, rule_names, decorator=None):
     """The twin of `original` with these rules (names of _rules' classes)
     applied: read back where _cache holds this very build, built otherwise.
+    With a `decorator` (its expression's text, as the def writes it),
+    `original` is the function that decorator made of Keras's def: the twin
+    is built from the def's function (its `__wrapped__`), and the release's
+    own decorator, named in the module, is applied to it.
 
     Raises UnsupportedFunction when `original` is not a function whose
     source has what every rule rewrites.
     """
+    if decorator is not None:
+        made = original
+        original = getattr(made, "__wrapped__", None)
+        if not isinstance(original, types.FunctionType):
+            raise UnsupportedFunction("expected what @{} made, found {!r}".format(decorator, made))
     if not isinstance(original, types.FunctionType):
         raise UnsupportedFunction("expected a plain function, found {!r}".format(original))
     if original.__code__.co_freevars:
         raise UnsupportedFunction("it is a closure")
     # The rules on disk: those a build would import (when they are not yet).
-    cached = _cache.read(original, _cache.key(original, rule_names,
+    # A decorator is among what the build accepted.
+    accepted = list(rule_names) + (["@" + decorator] if decorator else [])
+    cached = _cache.read(original, _cache.key(original, accepted,
                                               _cache.read_bytes(_cache.RULES_FILE)))
     if cached is not None and all(name in HELPERS for name in cached[1]):
         code, helpers = cached
     else:
         from keras_clone_fix import _rules
-        key = _cache.key(original, rule_names, _rules.TEXT)  # before the build reads the file
-        code, helpers = _rules.factory_code(original, rule_names)
+        key = _cache.key(original, accepted, _rules.TEXT)  # before the build reads the file
+        code, helpers = _rules.factory_code(original, rule_names, decorator)
         _cache.write(original, key, code, helpers)
     scratch = {}
     exec(code, scratch)
@@ -44,4 +55,10 @@ def build_fixed(original, rule_names):
     for attribute in ("__doc__", "__module__", "__qualname__", "__kwdefaults__"):
         if hasattr(original, attribute):  # Python 2 has no __qualname__, __kwdefaults__
             setattr(fixed, attribute, getattr(original, attribute))
+    if decorator is not None:
+        names = decorator.split(".")
+        apply = original.__globals__[names[0]]
+        for name in names[1:]:
+            apply = getattr(apply, name)
+        fixed = apply(fixed)
     return fixed

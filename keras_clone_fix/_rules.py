@@ -91,6 +91,15 @@ def _name(node):
     return node.id if isinstance(node, ast.Name) else None
 
 
+def _dotted(node):
+    """'interfaces.legacy_model_constructor_support' for that expression; None
+    for anything but a name and its attributes."""
+    if isinstance(node, ast.Attribute):
+        owner = _dotted(node.value)
+        return owner and owner + "." + node.attr
+    return _name(node)
+
+
 def _is_attribute(node, owner, attribute):
     return (isinstance(node, ast.Attribute) and node.attr == attribute
             and _name(node.value) == owner)
@@ -913,7 +922,7 @@ class ArgumentMakersWalked(Rule):
     walk's loop over the outputs>`, then `walked_argument_makers_placed(
     nodes_in_decreasing_depth, nodes_depths, layers_depths)`.
 
-    Keras 2.0.6 - 2.3.1 and tf.keras of TensorFlow 1.4 - 1.14 walk a model
+    Keras 2.0.4 - 2.3.1 and tf.keras of TensorFlow 1.4 - 1.14 walk a model
     from its outputs through the tensors each call takes as inputs, not
     through the tensors in its keyword arguments: a layer whose output only
     a keyword argument takes (`Scale()(h, scale=Dense(4)(x))`, `m =
@@ -935,7 +944,7 @@ class ArgumentMakersWalked(Rule):
             return node  # the walk's own def, nested in the routine
         self.outputs_loop = None
         if not any(_name(name) == "nodes_in_decreasing_depth" for name in _nodes(node)):
-            return node  # Keras 2.0.0 - 2.0.5 set the depths as they walk
+            return node  # Keras 2.0.0 - 2.0.3 set the depths as they walk
         for statement in node.body:
             if (isinstance(statement, ast.For) and _name(statement.target) is not None
                     and any(isinstance(call, ast.Call) and (_name(call.func) or "").startswith(
@@ -977,8 +986,11 @@ def _future_flags(original):
     return original.__code__.co_flags & _FUTURE_FLAGS
 
 
-def _function_def(original):
-    """The ast of `original`'s definition, at its lines in its file.
+def _function_def(original, decorator=None):
+    """The ast of `original`'s definition, at its lines in its file: one def,
+    undecorated or a classmethod, or, where a `decorator` is given (its
+    expression's text), decorated by it alone (the lines start at the
+    decorator's, as the code's).
 
     Read as inspect.getsource would, without its tokenizer: the file's
     lines (linecache, reread if the file changed on disk since) from the
@@ -1013,9 +1025,11 @@ def _function_def(original):
             last += 1
     body = module.body[0].body if indented else module.body
     definition = body[0] if len(body) == 1 else None
-    decorators = [_name(decorator) for decorator in getattr(definition, "decorator_list", [])]
-    if not isinstance(definition, ast.FunctionDef) or decorators not in ([], ["classmethod"]):
-        raise UnsupportedFunction("its source is not one def, undecorated or a classmethod")
+    decorators = [_dotted(expression) for expression in getattr(definition, "decorator_list", [])]
+    if not isinstance(definition, ast.FunctionDef) or decorators not in (
+            ([decorator],) if decorator else ([], ["classmethod"])):
+        raise UnsupportedFunction("its source is not one def, " + (
+            "decorated by @" + decorator if decorator else "undecorated or a classmethod"))
     return _mangled(definition, original)
 
 
@@ -1090,15 +1104,21 @@ def apply_rules(definition, rule_names):
     return definition, helpers
 
 
-def factory_code(original, rule_names):
+def factory_code(original, rule_names, decorator=None):
     """(the code of a module defining `_factory(<helpers>)`, which returns
-    the fixed twin of `original`; the names of the helpers it takes, in
+    the fixed twin of `original` (undecorated: its def may have `decorator`,
+    which _fix applies); the names of the helpers it takes, in
     _runtime.HELPERS): the expensive part, which _cache keeps."""
-    definition = _function_def(original)
+    definition = _function_def(original, decorator)
     _check_source_is_running_code(definition, original)
     definition, helpers = apply_rules(definition, rule_names)
     # The twin of a classmethod is its function: the classmethod stays Keras's
-    # (the wrapper is around it), and binds the class as it did.
+    # (the wrapper is around it), and binds the class as it did. A target's
+    # decorator is applied to the twin by _fix. The twin's code starts where
+    # the original's does, at the first decorator (Python 3.8 puts a def at
+    # its `def` line).
+    if definition.decorator_list:
+        definition.lineno = definition.decorator_list[0].lineno
     definition.decorator_list = []
     # The twin takes the original's defaults; evaluated here they would need
     # the module's names (tf.keras 1.14: `layer_fn=_clone_layer`).

@@ -84,7 +84,7 @@ def keras_behaviour(keras):
         # masked model shows the bug there (and needs predict).
         return {"clone": None, "call": shared_model_called_twice(keras),
                 "from_config": frozen_read(keras), "get_config": frozen_written(keras),
-                "sequential_clone": None}
+                "sequential_clone": None, "walk": argument_maker_walked(keras)}
     x = models.tokens()
     model = keras.models.Model(x, models.SplitOutputs(2)(models.embedded(x)))
     new_input = models.tokens()
@@ -92,7 +92,21 @@ def keras_behaviour(keras):
             if hasattr(keras.models, "clone_model") else None,  # none before 2.0.7
             "call": attempt(lambda: keras.models.Model(new_input, model(new_input))),
             "from_config": from_config_behaviour(keras), "get_config": frozen_written(keras),
-            "sequential_clone": sequential_clone_masked(keras)}
+            "sequential_clone": sequential_clone_masked(keras),
+            "walk": argument_maker_walked(keras)}
+
+
+def argument_maker_walked(keras):
+    """"ok" where the walk that gathers a model's layers takes in a layer
+    whose output only a keyword argument takes (`mask=`): every affected
+    keras leaves it out, else "left out". Built, not run."""
+    if hasattr(keras.backend, "clear_session"):
+        keras.backend.clear_session()
+    L = keras.layers
+    tokens = L.Input(shape=(5,), dtype="int32")
+    mask = L.Lambda(lambda t: keras.backend.not_equal(t, 0), name="makes_mask")(tokens)
+    model = keras.models.Model(tokens, L.LSTM(2)(L.Embedding(10, 3)(tokens), mask=mask))
+    return "ok" if "makes_mask" in [layer.name for layer in model.layers] else "left out"
 
 
 def frozen_model(keras):

@@ -108,7 +108,8 @@ def replace(module, attribute, label):
         keras = keras.__globals__["keras_function"]
     namespace = {"RAN": RAN, "label": label, "__builtins__": __builtins__,
                  "keras_function": types.FunctionType(keras.__code__, keras.__globals__,
-                                                      keras.__name__, keras.__defaults__)}
+                                                      keras.__name__, keras.__defaults__,
+                                                      keras.__closure__)}
     replacement = types.FunctionType(_replacement.__code__, namespace, keras.__name__)
     installed = classmethod(replacement) if method else replacement
     MADE[id(installed)] = ("replacement", label, None, installed)

@@ -111,6 +111,11 @@ def take_out(chain):
         chain.remove("ours")
 
 
+# The targets that walk a model's graph (every model built runs one): keras
+# 2.0.4 - 2.1.6's Container.__init__, _map_graph_network, tf.layers' __init__.
+WALKS = ("__init__", "_map_graph_network")
+
+
 class ActivationModel(RuleBasedStateMachine):
     targets = RELEASE_TARGETS
     # The families whose behaviour shows whether the fix runs: every
@@ -177,7 +182,8 @@ class ActivationModel(RuleBasedStateMachine):
             for action, routine in (("clone", "_clone_functional_model"),
                                     ("call", "run_internal_graph"), ("from_config", "from_config"),
                                     ("get_config", "get_config"),
-                                    ("sequential_clone", "_clone_sequential_model")):
+                                    ("sequential_clone", "_clone_sequential_model"),
+                                    ("walk", WALKS)):
                 chains = [self.chains[name] for name in self.names([family])
                           if name.endswith(routine)]
                 if behaviour.get(action) is not None and chains:
@@ -185,9 +191,9 @@ class ActivationModel(RuleBasedStateMachine):
                         family, action, report)
                     ran.update(link.split(":")[1] for link in chains[0] if ":" in link)
             # Every layer call of the behaviour runs Layer._set_mask_metadata (TF 1.11 - 1.13),
-            # and so every other tool's patch there.
+            # and every model it builds the walk of its graph: so every other tool's patch there.
             for name in self.names([family]):
-                if name.endswith("_set_mask_metadata"):
+                if name.endswith(("_set_mask_metadata",) + WALKS):
                     ran.update(link.split(":")[1] for link in self.chains[name] if ":" in link)
         assert set(report["ran"]) == ran  # every other tool's patch there still runs
 

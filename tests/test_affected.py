@@ -60,6 +60,8 @@ CONTAINER = ["keras.engine.topology.Container.run_internal_graph",
 CLONES = ["keras.models._clone_functional_model", "keras.models._clone_sequential_model"]
 # A Sequential model's own get_config (a frozen one nested in another).
 CONTAINER_AND_SEQUENTIAL = CONTAINER + ["keras.models.Sequential.get_config"]
+# keras 2.0.4 - 2.1.6 walk the graph in Container.__init__ (decorated; 2.0.0 - 2.0.3 otherwise).
+CONTAINER_WALK = CONTAINER_AND_SEQUENTIAL + ["keras.engine.topology.Container.__init__"]
 NETWORK_2_2 = CLONES + ["keras.engine.network.Network.run_internal_graph",
                         "keras.engine.network.Network.from_config",
                         "keras.engine.network.Network.get_config",
@@ -68,8 +70,8 @@ NETWORK_2_2 = CLONES + ["keras.engine.network.Network.run_internal_graph",
 
 
 @pytest.mark.parametrize("version, patched", [
-    ("2.0.6", CONTAINER_AND_SEQUENTIAL), ("2.0.7", CLONES + CONTAINER_AND_SEQUENTIAL),
-    ("2.1.6", CLONES + CONTAINER_AND_SEQUENTIAL),
+    ("2.0.3", CONTAINER_AND_SEQUENTIAL), ("2.0.4", CONTAINER_WALK), ("2.0.6", CONTAINER_WALK),
+    ("2.0.7", CLONES + CONTAINER_WALK), ("2.1.6", CLONES + CONTAINER_WALK),
     ("2.2.0", NETWORK_2_2), ("2.2.4-custom", NETWORK_2_2), ("2.2.5", NETWORK_2_2),
     ("2.3.1", NETWORK_2_2), ("2.4.0", []),
     ("2.5.0", ["keras.models._clone_functional_model",

@@ -95,9 +95,9 @@ def _families():
         if (2, 0, 7) <= version < (2, 4, 0) and keras.backend.backend() != "theano":
             found.append(("keras " + keras.__version__, keras,
                           {LAMBDA_MASK, FROZEN_NESTED, GIVEN_INPUTS, ARGUMENT_MADE_LATER,
-                           ARGUMENT_NOT_IN_CONFIG, LAMBDA_MASK_NOT_IN_CONFIG} | (
+                           ARGUMENT_NOT_IN_CONFIG, ARGUMENT_MAKER_LEFT_OUT,
+                           LAMBDA_MASK_NOT_IN_CONFIG} | (
                               {SURPLUS_MASKS} if version >= (2, 1, 6) else set()) | (
-                              {ARGUMENT_MAKER_LEFT_OUT} if version >= (2, 2, 0) else set()) | (
                               {CALLS_OUT_OF_ORDER} if version < (2, 2, 5) else set()) | (
                               {FROZEN_WRAPPED} if version < (2, 1, 4) else set()), True))
     if installed("tensorflow"):
@@ -457,20 +457,10 @@ def explicit_mask_tensor(keras):
     return keras.models.Model([x, m], L.LSTM(2)(L.Masking()(x), mask=m))
 
 
-def argument_makers_not_walked_here(keras):
-    """Skips on keras 2.0.7 - 2.1.6, which have the bug unpatched: their walk
-    is in Container.__init__, which legacy_model_constructor_support wraps."""
-    if keras.__name__ == "keras" and version_of(keras) < (2, 2, 0):
-        pytest.skip("keras before 2.2 leaves a layer whose output only a keyword argument "
-                    "takes out of the model, fix or no fix (2.0.8, 2.1.6: You must feed a value "
-                    "for placeholder tensor): not patched there")
-
-
 def keyword_tensor_of_a_layer_nothing_else_takes(keras):
     """Scale()(h, scale=Dense(4)(x)): only the keyword argument takes the
     scaler's output, so the model's walk of keras 2.x and tf.keras 1.4 - 1.14
     left the scaler out of the model."""
-    argument_makers_not_walked_here(keras)
     L = keras.layers
 
     class Scale(L.Layer):
@@ -489,7 +479,6 @@ def keyword_tensor_of_a_layer_nothing_else_takes(keras):
 def mask_made_by_a_layer_nothing_else_takes(keras):
     """LSTM(2)(e, mask=m), m = Lambda(tokens > 0)(tokens): only the mask=
     argument takes the Lambda's output."""
-    argument_makers_not_walked_here(keras)
     L = keras.layers
     tokens = L.Input(shape=(STEPS,), dtype="int32")
     embedded = L.Embedding(VOCABULARY, 3)(tokens)

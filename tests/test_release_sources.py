@@ -73,7 +73,11 @@ def test_every_rule_finds_its_code(family, version, wheel):
     with zipfile.ZipFile(wheel) as archive:
         for target in targets:
             source = module_source(archive, target.module)
-            rewritten, _ = _rules.apply_rules(definition(source, target.attribute), target.rules)
+            found = definition(source, target.attribute)
+            if target.decorator:  # the fix decorates its twin with it: the def must have it
+                assert [_rules._dotted(expression) for expression in found.decorator_list] == [
+                    target.decorator]
+            rewritten, _ = _rules.apply_rules(found, target.rules)
             module = ast.Module(body=[rewritten], type_ignores=[]) if hasattr(
                 ast, "TypeIgnore") else ast.Module(body=[rewritten])
             compile(ast.fix_missing_locations(module), target.module, "exec")

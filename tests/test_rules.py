@@ -393,6 +393,57 @@ def test_refuses_a_decorated_def():
         build_fixed(decorated_in_place, ["OneMaskPerOutput"])
 
 
+class interfaces(object):
+    """Shaped like keras.legacy.interfaces (keras 2.0 - 2.3): its decorator
+    gives a function Keras 1's argument names, in a closure that six.wraps
+    names the def's function in (`__wrapped__`, on Python 2 as well)."""
+
+    @staticmethod
+    def legacy_support(function):
+        @functools.wraps(function)
+        def wrapper(*args, **kwargs):
+            if "old_layer" in kwargs:
+                kwargs["layer"] = kwargs.pop("old_layer")
+            return function(*args, **kwargs)
+        wrapper.__wrapped__ = function
+        return wrapper
+
+
+@interfaces.legacy_support
+def step_decorated_like_keras(node, layer, computed_mask):
+    """step_like_keras, decorated as Keras 2.0 - 2.1's Container.__init__."""
+    kwargs = node.arguments or {}
+    output_tensors = to_list(layer(None, **kwargs))
+    output_masks = to_list(layer.compute_mask(None, computed_mask))
+    return output_tensors, output_masks, len(list(zip(output_tensors, output_masks)))
+
+
+def test_a_target_s_decorator_is_applied_to_the_twin_of_its_def():
+    """A target with a decorator: the twin is built from the def's function
+    (the source check holds at the decorator's line, where the code starts),
+    and the decorator, the module's, makes the function put in its place;
+    another decorator's def is refused, and so is the decorator's closure
+    where the target names none."""
+    fixed = build_fixed(step_decorated_like_keras, ["OneMaskPerOutput"],
+                        "interfaces.legacy_support")
+    assert fixed.__wrapped__ is not step_decorated_like_keras.__wrapped__
+    assert (fixed.__wrapped__.__code__.co_firstlineno
+            == step_decorated_like_keras.__wrapped__.__code__.co_firstlineno)
+    assert fixed(Node(), old_layer=Layer("m", outputs=3), computed_mask="m")[1:] == (
+        ["m", "m", "m"], 3)
+    assert step_decorated_like_keras(Node(), old_layer=Layer("m", outputs=3),
+                                     computed_mask="m")[1:] == (["m"], 1)
+    with pytest.raises(UnsupportedFunction, match="decorated by @interfaces.other_support"):
+        build_fixed(step_decorated_like_keras, ["OneMaskPerOutput"], "interfaces.other_support")
+    with pytest.raises(UnsupportedFunction, match="it is a closure"):
+        build_fixed(step_decorated_like_keras, ["OneMaskPerOutput"])
+    with pytest.raises(UnsupportedFunction, match="expected what @interfaces.legacy_support made"):
+        build_fixed(step_like_keras, ["OneMaskPerOutput"], "interfaces.legacy_support")
+    with pytest.raises(UnsupportedFunction, match="decorated by @interfaces.legacy_support"):
+        build_fixed(interfaces.legacy_support(step_like_keras), ["OneMaskPerOutput"],
+                    "interfaces.legacy_support")  # the def is not decorated
+
+
 def write(path, text):
     with open(path, "w") as module_file:
         module_file.write(text)
