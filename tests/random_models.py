@@ -519,6 +519,11 @@ class RandomModel(object):
         inner = self.keras.models.Model(inner_input, self.L.Dense(3)(inner_input))
         inner.trainable = False
         self.features.add("frozen model in TimeDistributed")
+        if inputs[0].masked:
+            self.features.add("frozen model in TimeDistributed on a masked tensor")
+            # Unpatched keras 2.3.1, seed 17 (after an LSTM called with training=False):
+            # 0.00164 off; right on an Embedding alone. Not measured further.
+            self.unpatched_may_differ |= self.release.NESTED_MASK_BROKEN
         self._call(self.L.TimeDistributed(inner), inputs, "pass")
 
     def _boundary(self):
