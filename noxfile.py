@@ -37,7 +37,8 @@ TF1 = ["tensorflow==1.15.5", "protobuf<3.21", "h5py<3"]
 QUIET_TF = {"TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONWARNINGS": "ignore::DeprecationWarning,ignore::FutureWarning"}
 # What a session leaves to another that proves the same (PYTEST_ADDOPTS):
 # - tf.keras's tests (tests/test_tf_keras.py, test_check_tf_keras.py and
-#   tf.keras's halves of test_model_boundary and test_faithful_clones) run
+#   tf.keras's parts of test_model_boundary, test_faithful_clones and
+#   test_random_models) run
 #   once for each TensorFlow (1.15: tests(keras-2.2.4-tf-1.15) and, on Python
 #   2.7, tests-2.7; 1.14: tests(tf-1.14); 2.1: tests(keras-2.3.1-tf-2.1), with
 #   test_tf2_keras.py): the other keras sessions on those releases leave them.
@@ -63,7 +64,8 @@ QUIET_TF = {"TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONWARNINGS": "ignore::DeprecationW
 #   on a backend, one runs them. Python 2.7 on TensorFlow leaves them to 3.7,
 #   Theano on 3.7 leaves them to 2.7.
 TF_KERAS_ELSEWHERE = ("--ignore=tests/test_tf_keras.py --ignore=tests/test_check_tf_keras.py "
-                      "-k 'not ((test_model_boundary or test_faithful_clones) and tf.keras)'")
+                      "-k 'not ((test_model_boundary or test_faithful_clones or test_random_models)"
+                      " and tf.keras)'")
 ACTIVATION, CHECK_COMMAND, UNPATCHED = "activation", "check_command", "unpatched"  # markers
 
 

@@ -219,6 +219,18 @@ def fix_in_mode(mode):
         yield
 
 
+@contextlib.contextmanager
+def lambdas_remade(keras):
+    """tf_keras remakes a Lambda (in a nested model, a config, a file) from
+    its config's bytecode only outside its safe mode (our releases have none)."""
+    if keras.__name__ != "tf_keras":
+        yield
+        return
+    from tf_keras.src.saving.serialization_lib import SafeModeScope
+    with SafeModeScope(False):
+        yield
+
+
 @pytest.fixture(params=MODES)
 def clone_mode(request):
     """Run the test with the fix on, then off; restore the state after."""

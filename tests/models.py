@@ -5,6 +5,8 @@ import numpy
 import pytest
 from keras import backend as K
 
+from custom_layers import STEPS, VOCABULARY, custom_layers
+
 VERSION = tuple(int(part) for part in keras.__version__.split(".")[:3])
 AFFECTED = (2, 0, 0) <= VERSION < (2, 4, 0)
 CLONES = VERSION >= (2, 0, 7)  # clone_model exists
@@ -52,69 +54,9 @@ NESTS_ON_MASKED_TENSORS = VERSION >= (2, 2, 0)
 # passed into a model raises TypeError (fixed by InputLayerPassesMask).
 INPUT_REFUSES_MASK = VERSION < (2, 2, 3)
 
-STEPS, VOCABULARY = 6, 20
-
-
-class SplitOutputs(keras.layers.Layer):
-    """`count` outputs: (sum of the inputs) * 1, * 2, ...
-
-    mask_rule says what compute_mask returns:
-    "none": no masking, Layer's default (None);
-    "pass": supports_masking with Layer's default, one mask for all outputs
-            (a layer with several inputs passes its first input's mask);
-    "list": an explicit list, the incoming mask for the first output, None after;
-    "inputs": supports_masking with Layer's default, the masks as they come:
-            for several inputs their list, output i taking mask i (a lone
-            output the first, as bert4keras's conditional LayerNormalization).
-    """
-
-    def __init__(self, count=2, mask_rule="pass", **kwargs):
-        super(SplitOutputs, self).__init__(**kwargs)
-        self.count, self.mask_rule = count, mask_rule
-        self.supports_masking = mask_rule != "none"
-
-    def call(self, inputs, mask=None):
-        total = sum(inputs[1:], inputs[0]) if isinstance(inputs, list) else inputs
-        return [total * float(factor) for factor in range(1, self.count + 1)]
-
-    def compute_output_shape(self, input_shape):
-        shape = input_shape[0] if isinstance(input_shape, list) else input_shape
-        return [shape] * self.count
-
-    def compute_mask(self, inputs, mask=None):
-        first = mask[0] if isinstance(mask, list) else mask
-        if self.mask_rule == "list":
-            return [first] + [None] * (self.count - 1)
-        if self.mask_rule == "pass" and isinstance(mask, list):
-            return first
-        return super(SplitOutputs, self).compute_mask(inputs, mask)
-
-    def get_config(self):
-        config = super(SplitOutputs, self).get_config()
-        config.update(count=self.count, mask_rule=self.mask_rule)
-        return config
-
-
-keras.utils.generic_utils.get_custom_objects()["SplitOutputs"] = SplitOutputs
-
-
-class Attend(keras.layers.Layer):
-    """inputs * attention_mask: a custom layer called with a tensor keyword
-    argument, `Attend()(x, attention_mask=w)`, which Keras records in the
-    node's arguments only (not as an input). Passes the mask of `inputs` on."""
-
-    def __init__(self, **kwargs):
-        super(Attend, self).__init__(**kwargs)
-        self.supports_masking = True
-
-    def call(self, inputs, attention_mask=None):
-        return inputs * attention_mask
-
-    def compute_output_shape(self, input_shape):
-        return input_shape
-
-
-keras.utils.generic_utils.get_custom_objects()["Attend"] = Attend
+LAYERS = custom_layers(keras)
+SplitOutputs, Attend, ConstantsCell = (LAYERS[name] for name in (
+    "SplitOutputs", "Attend", "ConstantsCell"))
 
 
 def tokens(name=None):
@@ -269,33 +211,3 @@ def called_twice(model):
     return keras.models.Model(first + second, [y for output in outputs
                                                 for y in (output if isinstance(output, list)
                                                           else [output])])
-
-
-class ConstantsCell(keras.layers.Layer):
-    """A cell whose call takes constants: state + inputs W + constants V."""
-
-    def __init__(self, units=3, **kwargs):
-        super(ConstantsCell, self).__init__(**kwargs)
-        self.units = self.state_size = units
-
-    def build(self, input_shape):
-        step_shape, constant_shape = input_shape[0], input_shape[-1]
-        self.kernel = self.add_weight(name="kernel", shape=(step_shape[-1], self.units),
-                                      initializer="uniform")
-        self.constant_kernel = self.add_weight(name="constant_kernel",
-                                               shape=(constant_shape[-1], self.units),
-                                               initializer="uniform")
-        self.built = True
-
-    def call(self, inputs, states, constants):
-        output = states[0] + K.dot(inputs, self.kernel) + K.dot(constants[0],
-                                                                self.constant_kernel)
-        return output, [output]
-
-    def get_config(self):
-        config = super(ConstantsCell, self).get_config()
-        config["units"] = self.units
-        return config
-
-
-keras.utils.generic_utils.get_custom_objects()["ConstantsCell"] = ConstantsCell

@@ -59,12 +59,12 @@ Runs on each family installed here at a release with clone_model: keras
 on tf_keras (the maintained Keras 2: the reference, which must pass).
 """
 
-import contextlib
 import importlib
 
 import pytest
 
-from conftest import expect_upstream_failure, fix_in_mode, installed, version_of
+from conftest import (
+    expect_upstream_failure, fix_in_mode, installed, lambdas_remade, version_of)
 from keras_clone_fix._affected import (
     ARGUMENT_MADE_LATER, ARGUMENT_MAKER_LEFT_OUT, ARGUMENT_NOT_IN_CONFIG, CALLS_OUT_OF_ORDER,
     FROZEN_NESTED, INPUT_RETURNED, LAMBDA_MASK, MASK_FLAG_DENIED, SURPLUS_MASKS, UNTAKEN_INPUT)
@@ -172,18 +172,6 @@ def padded(seed):
     for row, length in zip(rows, [1, 2, STEPS - 1, STEPS]):
         row[length:] = 0
     return rows
-
-
-@contextlib.contextmanager
-def lambdas_remade(keras):
-    """tf_keras remakes a nested model's Lambda from its config's bytecode
-    only outside its safe mode (our releases have none)."""
-    if keras.__name__ != "tf_keras":
-        yield
-        return
-    from tf_keras.src.saving.serialization_lib import SafeModeScope
-    with SafeModeScope(False):
-        yield
 
 
 def cloned(keras, model):
