@@ -46,16 +46,11 @@ STATES_GIVEN_TWICE = (AssertionError, "")
 ROUTES = ("clone", "clone of the clone", "nested", "called twice", "from_config",
           "model_from_json", "load_model")
 CONFIG_ROUTES = ("from_config", "model_from_json", "load_model")
-# What only issue 45's items 5 and 6 fix (helpers i45-kwtensor, i45-configkw):
-# models with them are drawn, and the routes named here are skipped on the
-# patched families (with the item's name) until that fix is merged. Remove
-# an entry to test them.
-KEYWORD_TENSOR_UNTAKEN = "issue 45 item 5: a keyword tensor made by a layer nothing else takes"
-KEYWORD_TENSOR_UNWRITTEN = "issue 45 item 6: a tensor keyword argument left out of the config"
-AWAITING_FIX = {
-    KEYWORD_TENSOR_UNTAKEN: ROUTES + ("multi_gpu_model",),
-    KEYWORD_TENSOR_UNWRITTEN: CONFIG_ROUTES,
-}
+# What the fix refuses in one line where the release has it (issue 45 item 6):
+# a model's config cannot hold a tensor argument of a layer call (keras 2.x,
+# tf.keras to 1.14), so the routes named here raise ArgumentNotInConfig.
+TENSOR_ARGUMENT_REFUSED = "a tensor keyword argument, which the release's model config cannot hold"
+REFUSED = {TENSOR_ARGUMENT_REFUSED: CONFIG_ROUTES}
 # What the fix leaves as the release has it (docs/how-it-works.md): the
 # routes named here are skipped on the patched releases that have it.
 LAMBDA_MASK_UNWRITTEN = ("a Lambda's mask on a masked tensor, which the release's Lambda config "
@@ -67,7 +62,7 @@ SURPLUS_MASKS_INTO_A_MODEL = (
     "found here: tf.keras 1.12 - 1.13, a model called on the output of a layer with more masks "
     "than outputs: the fixed clone and nested copy feed the original's input placeholder")
 FOUND_NOT_FIXED = {SURPLUS_MASKS_INTO_A_MODEL: ROUTES[:4] + ("multi_gpu_model",)}
-SKIPPED = dict(AWAITING_FIX, **dict(LEFT_AS_THE_RELEASE_HAS_IT, **FOUND_NOT_FIXED))
+SKIPPED = dict(LEFT_AS_THE_RELEASE_HAS_IT, **FOUND_NOT_FIXED)
 
 # What the generator asks of a release (tests/models.py says where each
 # holds for multi-backend Keras); tf.keras of TensorFlow 1.12+ and tf_keras
@@ -131,7 +126,7 @@ class RandomModel(object):
         self.keras, self.L, self.release = keras, keras.layers, Release(keras)
         self.custom_objects = dict(custom_layers(keras))
         self.features = set()        # what this model contains, for the report
-        self.awaiting = set()        # keys of SKIPPED it has
+        self.limits = set()          # keys of SKIPPED and REFUSED it has
         self.upstream_errors = set()  # how the unpatched release may fail to clone it
         self.unpatched_may_differ = False  # its unpatched clone may predict otherwise
         # Its unpatched clone computes from the model's own inputs (a tensor
@@ -284,7 +279,7 @@ class RandomModel(object):
 
     def _lambda_mask(self, masked):
         if masked and not self.release.LAMBDA_MASK_IN_CONFIG:
-            self.awaiting.add(LAMBDA_MASK_UNWRITTEN)
+            self.limits.add(LAMBDA_MASK_UNWRITTEN)
 
     def _linear(self):
         """Activation('linear'): returns its input tensor unchanged (issue 45 item 8)."""
@@ -347,8 +342,7 @@ class RandomModel(object):
             self.inputs.append(ids)
             mask = self.L.Lambda(lambda t: t > 0)(ids)  # no names: it is made from its config
             self.features.add("explicit mask: made by a layer")
-            self.awaiting.add(KEYWORD_TENSOR_UNTAKEN)
-        self.awaiting.add(KEYWORD_TENSOR_UNWRITTEN)
+        self.limits.add(TENSOR_ARGUMENT_REFUSED)
         self.unpatched_may_differ = True  # measured wrong on some releases (item 4)
         self._call(self.L.SimpleRNN(3, return_sequences=True), inputs, "pass",
                    states=[("mask", Tensor(mask, False))])
@@ -424,8 +418,7 @@ class RandomModel(object):
                 value, flat = self._both(lambda x: dense(x[0]), [w])
                 w = Tensor(value, w.masked, flat, w.unpatched_masked)
                 self.features.add("tensor keyword argument: made for it alone")
-                self.awaiting.add(KEYWORD_TENSOR_UNTAKEN)
-        self.awaiting.add(KEYWORD_TENSOR_UNWRITTEN)
+        self.limits.add(TENSOR_ARGUMENT_REFUSED)
         self.unpatched_misses_inputs = True  # every affected release
         self._call(self.custom_objects["Attend"](), inputs, "pass",
                    states=[("attention_mask", w)])
@@ -464,7 +457,7 @@ class RandomModel(object):
         if any(t.surplus_masks for t in inputs):
             self.features.add("model on a layer with more masks than outputs")
             if self.release.SURPLUS_MASKS_INTO_A_MODEL:
-                self.awaiting.add(SURPLUS_MASKS_INTO_A_MODEL)
+                self.limits.add(SURPLUS_MASKS_INTO_A_MODEL)
 
     def _nest(self):
         """A model as a layer: Dense -> SplitOutputs(list) -> add, inside."""

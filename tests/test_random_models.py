@@ -17,11 +17,12 @@ given); the rebuilt models are given the model's weights by
 model's count of trainable weights. With TensorFlow, multi_gpu_model's two
 replicas on the CPU (every fourth seed relocated) predict the same too
 (keras), and the model is left as it was (its layers' call arguments).
-Routes the fix does not make right are skipped on the patched releases
-that have the bug, each with its reason (random_models.SKIPPED): those
-that only a fix not merged yet makes right (AWAITING_FIX: issue 45 items 5
-and 6), a Lambda's mask in a config or file (LEFT_AS_THE_RELEASE_HAS_IT),
-and what this search found wrong with the fix (FOUND_NOT_FIXED).
+On the patched releases that have the bug, the config routes of a model
+with a tensor keyword argument raise the fix's one-line refusal
+(random_models.REFUSED), and the routes the fix does not make right are
+skipped, each with its reason (random_models.SKIPPED): a Lambda's mask in a
+config or file (LEFT_AS_THE_RELEASE_HAS_IT), and what this search found
+wrong with the fix (FOUND_NOT_FIXED).
 
 Unpatched, on keras, each model's first clone either predicts the same too,
 or fails as the bug does: the clone raises (a multi-output layer the release
@@ -77,7 +78,8 @@ if not FAMILIES:
 import numpy  # noqa: E402 (only where a family is, after the skip)
 
 from keras_clone_fix import _check  # noqa: E402
-from random_models import ROUTES, SKIPPED, STEPS, RandomModel  # noqa: E402
+from keras_clone_fix._runtime import ArgumentNotInConfig  # noqa: E402
+from random_models import REFUSED, ROUTES, SKIPPED, STEPS, RandomModel  # noqa: E402
 
 SHAPES = collections.Counter()  # feature -> models; read by conftest
 BATCH = 4
@@ -121,10 +123,13 @@ def test_random_model(family, seed, two_gpus_where_any, tmp_path):
         if generated.flat is not None:
             assert_like_flat_twin(keras, generated, data)
         arguments = _check.snapshot_arguments(keras, model)
-        skipped = set(route for key in generated.awaiting if patched
-                      for route in SKIPPED.get(key, ()))
+        skipped, refused = (set(route for key in generated.limits if patched
+                                for route in table.get(key, ())) for table in (SKIPPED, REFUSED))
         for route, rebuild in rebuilds(keras, generated, data, seed, str(tmp_path)):
-            if route not in skipped:
+            if route in refused:
+                with pytest.raises(ArgumentNotInConfig):
+                    rebuild()
+            elif route not in skipped:
                 rebuild()
         assert _check.changed_arguments(arguments) == []
         if two_gpus_where_any and "multi_gpu_model" not in skipped:
@@ -137,10 +142,10 @@ def test_random_model(family, seed, two_gpus_where_any, tmp_path):
                 if generated.unpatched_misses_inputs else "clean upstream")
     SHAPES.update(generated.features | {"models", upstream})
     if skipped:
-        SHAPES.update("routes skipped: " + key for key in generated.awaiting if key in SKIPPED)
+        SHAPES.update("routes skipped: " + key for key in generated.limits if key in SKIPPED)
         pytest.skip("not compared: {} ({}); every other check passed".format(
             ", ".join(route for route in ROUTES + ("multi_gpu_model",) if route in skipped),
-            "; ".join(sorted(key for key in generated.awaiting if key in SKIPPED))))
+            "; ".join(sorted(key for key in generated.limits if key in SKIPPED))))
 
 
 def rebuilds(keras, generated, data, seed, directory):
