@@ -1,15 +1,15 @@
 """Fixed functions kept on disk, so that patch() does not parse, check and
 compile Keras's source again in every interpreter of an environment.
 
-Building a fixed function (_rules.factory_code) is a pure function of: the
+Building a fixed function (_build.factory_code) is a pure function of: the
 Python that compiles it (version, -O level), our rules (the text of
-_rules.py, the names of the rules applied), the file the original function
+RULE_MODULES, the names of the rules applied), the file the original function
 is in (its name, size and modification time, as a .pyc records its source's)
 and the original's running code (compared whole: bytecode, constants,
 names, first line). An entry holds all of those beside the compiled
 result, and is used only when every one of them is equal to what is
 installed and running now: an edited Keras file, a stale .pyc, another
-Python, another text of _rules.py or a function put in the target's place
+Python, another text of the rules or a function put in the target's place
 by another tool all miss, and the full build (every rule, the
 source-to-bytecode check) runs again. The running code, compared whole, is
 what makes a stale build impossible; the file's size and time stand for its
@@ -31,8 +31,9 @@ import sys
 FORMAT = 2
 PACKAGE = os.path.dirname(os.path.abspath(__file__))
 DIRECTORY = os.path.join(PACKAGE, "__pycache__")
-# The rules, whose text keys every entry.
-RULES_FILE = os.path.join(PACKAGE, "_rules.py")
+# The build and the rules, whose text keys every entry.
+RULE_MODULES = ("_build", "_rewrite", "_argument_rules", "_clone_rules", "_config_rules",
+                "_mask_rules")
 _PYTHON_TAG = getattr(getattr(sys, "implementation", None), "cache_tag", None) or \
     "python-{}{}".format(*sys.version_info[:2])
 
@@ -44,6 +45,20 @@ def read_bytes(path):
             return read.read()
     except (IOError, OSError):
         return None
+
+
+def rules_text():
+    """The text of RULE_MODULES, as one; None if one cannot be read. Read
+    once an interpreter: the six files take 0.1 ms (timeit), which each
+    target's warm patch() would pay again."""
+    global _rules_text
+    if _rules_text is None:
+        texts = [read_bytes(os.path.join(PACKAGE, name + ".py")) for name in RULE_MODULES]
+        _rules_text = None if None in texts else b"".join(texts)
+    return _rules_text
+
+
+_rules_text = None
 
 
 def _stamp(filename):

@@ -1,6 +1,6 @@
 """The fix: the fixed twin of a Keras routine, read back or built.
 
-A twin is Keras's own installed function with the rules of _rules applied
+A twin is Keras's own installed function with the rules of _build.RULES applied
 to its source (see there); its code calls the helpers of _runtime.
 Building one takes most of what patch() costs, so the first build is
 stored (_cache) and later interpreters of the environment read it back:
@@ -15,7 +15,7 @@ from keras_clone_fix._runtime import HELPERS, UnsupportedFunction
 
 
 def build_fixed(original, rule_names, decorator=None):
-    """The twin of `original` with these rules (names of _rules' classes)
+    """The twin of `original` with these rules (names in _build.RULES)
     applied: read back where _cache holds this very build, built otherwise.
     With a `decorator` (its expression's text, as the def writes it),
     `original` is the function that decorator made of Keras's def: the twin
@@ -37,14 +37,13 @@ def build_fixed(original, rule_names, decorator=None):
     # The rules on disk: those a build would import (when they are not yet).
     # A decorator is among what the build accepted.
     accepted = list(rule_names) + (["@" + decorator] if decorator else [])
-    cached = _cache.read(original, _cache.key(original, accepted,
-                                              _cache.read_bytes(_cache.RULES_FILE)))
+    cached = _cache.read(original, _cache.key(original, accepted, _cache.rules_text()))
     if cached is not None and all(name in HELPERS for name in cached[1]):
         code, helpers = cached
     else:
-        from keras_clone_fix import _rules
-        key = _cache.key(original, accepted, _rules.TEXT)  # before the build reads the file
-        code, helpers = _rules.factory_code(original, rule_names, decorator)
+        from keras_clone_fix import _build
+        key = _cache.key(original, accepted, _build.TEXT)  # before the build reads the files
+        code, helpers = _build.factory_code(original, rule_names, decorator)
         _cache.write(original, key, code, helpers)
     scratch = {}
     exec(code, scratch)

@@ -1,6 +1,6 @@
 """What the fixed twins and their build share: the helpers that fixed code
 calls at run time (by name, HELPERS), and the error of a function the rules
-cannot fix. Imported by both the build (_rules) and the warm path (_fix),
+cannot fix. Imported by both the build (_build and the rules) and the warm path (_fix),
 and importing neither: no module of the package imports one that imports it.
 """
 

@@ -11,7 +11,7 @@ import json
 import sys
 
 HEAVY = ("keras", "tensorflow", "theano", "wrapt", "numpy")
-LAZY_PARTS = ("keras_clone_fix._activation", "keras_clone_fix._fix", "keras_clone_fix._rules",
+LAZY_PARTS = ("keras_clone_fix._activation", "keras_clone_fix._fix", "keras_clone_fix._build",
               "keras_clone_fix._cache", "keras_clone_fix._affected", "keras_clone_fix._cli")
 
 

@@ -275,13 +275,13 @@ def installed_targets():
 
 @pytest.mark.parametrize("target", installed_targets(), ids=lambda target: target.attribute)
 def test_source_read_is_what_inspect_reads(target):
-    """_rules reads the installed def from its lines, not with
+    """_build reads the installed def from its lines, not with
     inspect.getsource: both give the same def, at the same lines."""
     import ast
     import importlib
     import inspect
     import textwrap
-    from keras_clone_fix import _rules
+    from keras_clone_fix import _build
     function = importlib.import_module(target.module)
     for name in target.attribute.split("."):
         function = vars(function)[name]
@@ -290,7 +290,7 @@ def test_source_read_is_what_inspect_reads(target):
     function = getattr(function, "__func__", function)  # a classmethod's
     read = ast.parse(textwrap.dedent(inspect.getsource(function))).body[0]
     ast.increment_lineno(read, function.__code__.co_firstlineno - 1)
-    ours = _rules._function_def(function)
+    ours = _build._function_def(function, target.decorator)
     # inspect's text is dedented, docstrings and all; ours is as in the file.
     assert ast.get_docstring(ours) == ast.get_docstring(read)
     for definition in (ours, read):

@@ -8,6 +8,7 @@ import glob
 import os
 
 import keras_clone_fix
+from keras_clone_fix import _cache
 
 PACKAGE = os.path.dirname(os.path.abspath(keras_clone_fix.__file__))
 MODULES = sorted(os.path.basename(path)[:-3] for path in glob.glob(os.path.join(PACKAGE, "*.py"))
@@ -46,5 +47,18 @@ def test_no_module_imports_one_that_imports_it():
 
 
 def test_the_build_and_the_warm_path_share_the_runtime_helpers():
-    assert "_runtime" in imported_modules("_rules") and "_runtime" in imported_modules("_fix")
+    assert "_runtime" in imported_modules("_build") and "_runtime" in imported_modules("_fix")
     assert not imported_modules("_runtime")
+
+
+def test_the_text_that_keys_a_stored_build_is_all_the_build_imports():
+    """A stored build is used where the text of _cache.RULE_MODULES is the
+    same: those must be the build and every module it imports, at any depth,
+    but the cache and the helpers it calls (which a build does not contain)."""
+    reached, pending = set(), ["_build"]
+    while pending:
+        name = pending.pop()
+        if name not in reached:
+            reached.add(name)
+            pending.extend(imported_modules(name))
+    assert reached - {"_cache", "_runtime"} == set(_cache.RULE_MODULES)

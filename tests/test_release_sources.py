@@ -19,7 +19,7 @@ import zipfile
 
 import pytest
 
-from keras_clone_fix import _rules
+from keras_clone_fix import _build
 from keras_clone_fix._affected import TARGETS
 
 WHEELS = os.environ.get("RELEASE_WHEELS")
@@ -75,9 +75,9 @@ def test_every_rule_finds_its_code(family, version, wheel):
             source = module_source(archive, target.module)
             found = definition(source, target.attribute)
             if target.decorator:  # the fix decorates its twin with it: the def must have it
-                assert [_rules._dotted(expression) for expression in found.decorator_list] == [
+                assert [_build._dotted(expression) for expression in found.decorator_list] == [
                     target.decorator]
-            rewritten, _ = _rules.apply_rules(found, target.rules)
+            rewritten, _ = _build.apply_rules(found, target.rules)
             module = ast.Module(body=[rewritten], type_ignores=[]) if hasattr(
                 ast, "TypeIgnore") else ast.Module(body=[rewritten])
             compile(ast.fix_missing_locations(module), target.module, "exec")

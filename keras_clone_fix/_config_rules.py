@@ -1,0 +1,162 @@
+"""The rules on a model's config: a frozen model written and read as
+frozen, a tensor argument it cannot hold refused, and a layer's calls
+made in their order."""
+
+import ast
+
+from keras_clone_fix._rewrite import (
+    Rule, call_node, helper_name, is_attribute, located, name_of, unlocated_copy)
+from keras_clone_fix._runtime import (
+    layer_calls_in_order, tensor_arguments_refused, trainable_read, trainable_written)
+
+
+class _ModelReturned(Rule):
+    """The def's own last statement, `return <value>` where `returns(value)`
+    holds (not a return of a function nested in it) -> `return <helper>(<self.given>,
+    <value>)`."""
+
+    given = None
+
+    def returns(self, value):
+        raise NotImplementedError
+
+    def visit_FunctionDef(self, node):
+        last = node.body[-1]
+        if isinstance(last, ast.Return) and last.value is not None and self.returns(last.value):
+            last.value = located(call_node(helper_name(self.helpers[0]),
+                                           ast.Name(id=self.given, ctx=ast.Load()), last.value),
+                                 last.value)
+            self.rewritten(last)
+        return node
+
+
+class TrainableWrittenInConfig(_ModelReturned):
+    """A model's `get_config`: `return copy.deepcopy(config)` ->
+    `return trainable_written(self, copy.deepcopy(config))`; a Sequential
+    model's own `get_config` returns its `config` as it is from keras 2.2.3
+    and tensorflow 1.11 (a dict of its name and layers; a list of its layers
+    before): `return config` -> `return trainable_written(self, config)`.
+
+    A model's config has no `trainable` on Keras 2.0.0 - 2.3.1 and tf.keras
+    of TensorFlow 1.4 - 1.13 (Container's, Network's get_config), and
+    setting a model's `trainable` leaves its layers' flags as they were: a
+    frozen nested model came back trainable from `Model.from_config`,
+    `model_from_json` and `load_model`, its weights listed among the
+    trainable ones (4 for 2). The config of a frozen model says
+    `"trainable": false`, a key the releases' `from_config` does not read
+    (a file saved with it loads as before where the fix is not installed);
+    the config of any other model stays what the release writes.
+    TrainableReadFromConfig reads it back. A frozen Sequential model nested
+    in another came back trainable too, with or without the rest of the fix
+    (keras 2.0.0 - 2.3.1, tensorflow 1.4 - 1.13: 4 trainable weights for 2):
+    its own `get_config` writes the configs of its layers, which say
+    `"trainable": false` with the fix. TensorFlow 1.14's `trainable` setter
+    sets the flag of every layer inside, whose configs carry it.
+    """
+
+    helpers = (trainable_written,)
+    given = "self"
+
+    def returns(self, value):
+        if isinstance(value, ast.Call) and is_attribute(value.func, "copy", "deepcopy"):
+            value = value.args[0] if len(value.args) == 1 else None
+        return name_of(value) == "config"
+
+
+class TrainableReadFromConfig(_ModelReturned):
+    """A model's `from_config`: `return cls(...)` ->
+    `return trainable_read(config, cls(...))`.
+
+    The model made from a config that says `"trainable": false`
+    (TrainableWrittenInConfig) is frozen, as the model that wrote it was:
+    Keras 2.0.0 - 2.3.1 and tf.keras of TensorFlow 1.4 - 1.13 read no
+    `trainable` of a model. A config written without the fix has none:
+    such a file cannot tell that its nested model was frozen.
+    """
+
+    helpers = (trainable_read,)
+    given = "config"
+
+    def returns(self, value):
+        return isinstance(value, ast.Call) and name_of(value.func) == "cls"
+
+
+class LayerCallsKeptInOrder(Rule):
+    """`for node_data in unprocessed_nodes.pop(layer): process_node(layer,
+    node_data)` -> `layer_calls_in_order(unprocessed_nodes, layer,
+    process_node)`.
+
+    A model's `from_config` (Keras 2.0.7 - 2.2.4, tf.keras of TensorFlow
+    1.4 - 1.15; TensorFlow 2.0 - 2.1's `reconstruct_from_config`, which
+    their `from_config` and `clone_model` both call) queues each layer's
+    calls and makes them layer by layer. A
+    call whose inputs were not made yet went back to the queue while the
+    layer's later calls were made: the rebuilt layer's nodes came in another
+    order, and the calls that name them by index took the wrong ones
+    (keras-team/keras#11159). A nested model of shared layers then came
+    back from a clone, or a saved file, computing something else, silently.
+    On TensorFlow 2.0 - 2.1 the routine also counts the calls it made to map
+    the config's node indices, so every clone was wired that way too.
+    Keras 2.2.5 stops at the first call that must wait, and so does the fix.
+    """
+
+    helpers = (layer_calls_in_order,)
+
+    def visit_For(self, node):
+        self.generic_visit(node)
+        queued, body = node.iter, node.body
+        if (isinstance(queued, ast.Call) and is_attribute(queued.func, "unprocessed_nodes", "pop")
+                and len(queued.args) == 1 and not node.orelse and len(body) == 1
+                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Call)
+                and name_of(body[0].value.func) == "process_node"):
+            call = call_node(helper_name(layer_calls_in_order),
+                             ast.Name(id="unprocessed_nodes", ctx=ast.Load()),
+                             unlocated_copy(queued.args[0]),
+                             ast.Name(id="process_node", ctx=ast.Load()))
+            return located(self.rewritten(ast.Expr(value=call)), node)
+        return node
+
+
+def _dumps_node_arguments(statement):
+    """`json.dumps(node.arguments)`, the statement a model's get_config tries."""
+    call = getattr(statement, "value", None)
+    return (isinstance(statement, ast.Expr) and isinstance(call, ast.Call)
+            and is_attribute(call.func, "json", "dumps") and len(call.args) == 1
+            and is_attribute(call.args[0], "node", "arguments"))
+
+
+class TensorArgumentsRefused(Rule):
+    """A model's `get_config`: in `try: json.dumps(node.arguments) ... except
+    TypeError: <warn>; kwargs = {}`, the handler starts with
+    `tensor_arguments_refused(layer, node)`.
+
+    Keras 2.0.0 - 2.3.1 and tf.keras of TensorFlow 1.4 - 1.14 leave out of
+    the config every argument of a layer call that JSON cannot hold, with a
+    warning: a tensor argument (`Attend()(x, attention_mask=w)`, `LSTM(2)(x,
+    mask=m)`) is not there, and `Model.from_config`, `model_from_json` and
+    `load_model` make the call without it (`ValueError`, or other numbers
+    with no error: tf.keras 1.13). No form of the config brings it back on
+    those releases: their `from_config` passes a call's arguments to the
+    layer as the config has them. TensorFlow 1.15 and tf_keras write `[layer
+    name, node index, tensor index]` for it and make the tensor from that.
+    The fix refuses such a config in one line, naming the layer and the
+    argument: no file is written that loads as another model. An argument
+    whose tensors are all inputs of the call (an RNN's `initial_state`)
+    comes back with them, and the rest is left out as before.
+    """
+
+    helpers = (tensor_arguments_refused,)
+
+    def visit_Try(self, node):
+        self.generic_visit(node)
+        if any(_dumps_node_arguments(statement) for statement in node.body):
+            for handler in node.handlers:
+                if name_of(handler.type) == "TypeError":
+                    call = call_node(helper_name(tensor_arguments_refused),
+                                     ast.Name(id="layer", ctx=ast.Load()),
+                                     ast.Name(id="node", ctx=ast.Load()))
+                    handler.body.insert(0, located(self.rewritten(ast.Expr(value=call)),
+                                                   handler.body[0]))
+        return node
+
+    visit_TryExcept = visit_Try  # Python 2's try ... except
