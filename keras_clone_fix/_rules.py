@@ -32,7 +32,8 @@ import types
 
 from keras_clone_fix import _cache
 from keras_clone_fix._runtime import (
-    UnsupportedFunction, argument_tensors_to_walk, arguments_not_in_inputs, computes_masks,
+    UnsupportedFunction, argument_tensors_to_walk, arguments_not_in_inputs,
+    cloned_where_config_refused, computes_masks,
     given_input_layer, given_input_layers_mapped, keras_masks, lambda_mask_kept,
     mask_through_input_layer, one_mask_per_output, propagated_mask_popped, recorded_output_masks,
     layer_calls_in_order, nodes_by_depth_in_call_order, tensor_arguments_refused, tensors_mapped,
@@ -571,9 +572,12 @@ class _KeptInTheClone(Rule):
     back what the config leaves out (the rule's one helper says what).
     Applied after each other, the second wraps the first."""
 
+    def _arguments(self, value):
+        """The helper's arguments: the layer, and its copy made from its config."""
+        return [ast.Name(id="layer", ctx=ast.Load()), value]
+
     def _kept(self, node):
-        node.value = _located(_call(_helper(self.helpers[0]),
-                                    ast.Name(id="layer", ctx=ast.Load()), node.value),
+        node.value = _located(_call(_helper(self.helpers[0]), *self._arguments(node.value)),
                               node.value)
         return self.rewritten(node)
 
@@ -953,6 +957,37 @@ class ArgumentMakersWalked(Rule):
                                           *[_unlocated_copy(name) for name in names]))
             return [_located(self.rewritten(walk), node), _located(placed, node), node]
         return node
+
+
+class NestedModelArgumentsKept(_KeptInTheClone):
+    """`new_layer = layer.__class__.from_config(layer.get_config())` ->
+    `new_layer = cloned_where_config_refused(layer, lambda: <the same>,
+    clone_model)`; the same in the `return` of the Sequential routine's
+    `clone(layer)` and of tf.keras 1.14's `_clone_layer` (clone_model's
+    default clone_function). Applied before the other rules of the family,
+    which wrap what it makes.
+
+    The clone routines of Keras 2.0.7 - 2.3.1 and tf.keras of TensorFlow
+    1.4 - 1.14 make every layer from its config, a nested model too, and a
+    model's config there leaves out a call's tensor arguments: a model
+    holding one whose layer takes a tensor argument (`inner([h, w])`,
+    `Attend()(a, attention_mask=w)` inside; `LSTM(2)(x, mask=m)`) came back
+    from the clone computing without it (`ValueError: None values not
+    supported.`, or other numbers), and with TensorArgumentsRefused, which
+    refuses such a config, the clone was refused. TensorFlow 1.15 and
+    tf_keras write the tensor into the config, and the copy made from it
+    keeps it. Such a model, and only such, is cloned by the release's own
+    clone routine (clone_model, fixed), its calls made with their arguments;
+    the lambda keeps the config from being written first.
+    """
+
+    helpers = (cloned_where_config_refused,)
+
+    def _arguments(self, value):
+        made = _unlocated_copy(ast.parse("lambda: None", mode="eval").body)
+        made.body = value
+        return [ast.Name(id="layer", ctx=ast.Load()), made,
+                ast.Name(id="clone_model", ctx=ast.Load())]
 
 
 # The compiler flags of every __future__ feature: those among a code object's
