@@ -318,7 +318,7 @@ def model_risks(keras, model):
                 found.append((path, FROZEN_NESTED, "a frozen nested model (trainable = False)",
                               nested))
             left_out = sorted(set(name for _, inside in all_layers(keras, layer)
-                                  for node in inbound_nodes(inside)
+                                  for node in inbound_nodes(inside) if tensor_arguments(node)
                                   for name in arguments_left_out(node)))
             if left_out:
                 found.append((path, NESTED_ARGUMENT_NOT_IN_CONFIG, "a nested model whose config "
