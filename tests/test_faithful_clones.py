@@ -47,6 +47,9 @@ what the model computes, judged by check's engine.
   `LSTM(2)(x, mask=m)`): the model's config of keras 2.x and tf.keras 1.4 -
   1.14 leaves it out, and the model made from it computes without it; the
   fix refuses that config in one line (TensorArgumentsRefused).
+- A model holding such a model: the clone routine made the nested model
+  from that config, and computed without the argument; the fix clones it
+  with clone_model instead (NestedModelArgumentsKept).
 
 Runs on each family installed here at a release with clone_model: keras
 2.0.7 - 2.3.1 and tf.keras of TensorFlow 1.4 - 1.15, patched and unpatched
