@@ -35,8 +35,9 @@ RELEASES = {
          "(to 2.2.2); a Lambda's mask lost in clones; frozen nested models unfrozen in "
          "clones; clones on input_tensors that do not reload; layer calls reordered by "
          "from_config; frozen models unfrozen when loaded (a frozen model's config without "
-         "trainable); tensor arguments left out of a model's config (refused); layers making "
-         "only keyword tensors left out of the model"),
+         "trainable); tensor arguments left out of a model's config (refused); nested models' "
+         "tensor arguments lost in clones; layers making only keyword tensors left out of the "
+         "model"),
         ((2, 2, 5), (2, 4, 0), True,
          "clone_model and calling a model on new tensors: multi-output layers' outputs "
          "dropped or refused (masking layers); outputs or masks lost in clones (nested "
@@ -45,8 +46,9 @@ RELEASES = {
          "initial_state or constants passed twice; a Lambda's mask lost in clones; "
          "frozen nested models unfrozen in clones; clones on input_tensors that do not "
          "reload; frozen models unfrozen when loaded (a frozen model's config without "
-         "trainable); tensor arguments left out of a model's config (refused); layers making "
-         "only keyword tensors left out of the model"),
+         "trainable); tensor arguments left out of a model's config (refused); nested models' "
+         "tensor arguments lost in clones; layers making only keyword tensors left out of the "
+         "model"),
         ((2, 4, 0), (2, 5, 0), False,
          "Keras 2.4 is a front for tf.keras: its routines are TensorFlow's, which the "
          "tensorflow family's rows patch"),
@@ -77,8 +79,8 @@ RELEASES = {
          "frozen nested models unfrozen in clones (to 1.13); clones on input_tensors "
          "that do not reload; layer calls reordered by from_config; frozen models unfrozen "
          "when loaded (to 1.13; a frozen model's config without trainable); tensor arguments "
-         "left out of a model's config (refused); layers making only keyword tensors left out "
-         "of the model"),
+         "left out of a model's config (refused); nested models' tensor arguments lost in "
+         "clones; layers making only keyword tensors left out of the model"),
         ((1, 15, 0), (2, 0, 0), True,
          "tf.keras's clone_model and from_config (load_model): the original's tensors in "
          "call arguments; clones on input_tensors that do not reload; layer calls "
@@ -120,6 +122,8 @@ UNTAKEN_INPUT = "untaken input"  # a model input no layer takes as input (a mask
 ARGUMENT_NOT_IN_CONFIG = "argument not in config"
 # a layer whose output only call arguments take: the model's walk leaves it out
 ARGUMENT_MAKER_LEFT_OUT = "argument maker left out"
+# ARGUMENT_NOT_IN_CONFIG inside a nested model: the clone routine made the model from its config
+NESTED_ARGUMENT_NOT_IN_CONFIG = "nested argument not in config"
 # GivenInputLayersKept and GivenInputLayersTaken answer how a clone is made
 # (on given input_tensors), nothing a model has.
 RULE_RISKS = {
@@ -145,6 +149,7 @@ RULE_RISKS = {
     "ExplicitMaskRecorded": (UNTAKEN_INPUT,),
     "TensorArgumentsRefused": (ARGUMENT_NOT_IN_CONFIG,),
     "ArgumentMakersWalked": (ARGUMENT_MAKER_LEFT_OUT,),
+    "NestedModelArgumentsKept": (NESTED_ARGUMENT_NOT_IN_CONFIG,),
 }
 # What each rule mends, in a user's words: every affected range's reason in
 # RELEASES, and its row of the README's table, names the rules its targets
@@ -172,6 +177,7 @@ RULE_WORDS = {
     "TrainableReadFromConfig": "frozen models unfrozen when loaded",
     "TensorArgumentsRefused": "tensor arguments left out of a model's config (refused)",
     "ArgumentMakersWalked": "layers making only keyword tensors left out of the model",
+    "NestedModelArgumentsKept": "nested models' tensor arguments lost in clones",
 }
 # The checks (_check.CHECKS) that a routine's mistakes endanger: the clone
 # routines clone (multi_gpu_model clones too; a Sequential model is cloned by
@@ -184,12 +190,15 @@ RULE_WORDS = {
 # Every routine but the clones runs for a model nested in another whenever
 # that one is loaded or cloned (multi_gpu_model's cpu_relocation clones).
 # tf.keras 1.15's clone routine makes the clone's layer calls in _make_new_nodes.
-CLONE_ROUTINES = ("clone_functional_model", "make_new_nodes", "clone_sequential_model")
+# tf.keras 1.14's clone routines make each layer with clone_model's clone_function, _clone_layer.
+CLONE_ROUTINES = ("clone_functional_model", "make_new_nodes", "clone_sequential_model",
+                  "clone_layer")
 CLONE_CHECKS = ("clone", "clone_of_clone", "multi_gpu", "original_unchanged")
 ROUTINE_CHECKS = {
     "clone_functional_model": CLONE_CHECKS,
     "make_new_nodes": CLONE_CHECKS,
     "clone_sequential_model": ("clone", "clone_of_clone", "multi_gpu"),
+    "clone_layer": ("clone", "clone_of_clone", "multi_gpu"),
     "run_internal_graph": ("nested", "called_twice", "multi_gpu", "original_unchanged"),
     "set_mask_metadata": ("load", "clone", "clone_of_clone", "nested", "called_twice",
                           "multi_gpu"),
@@ -247,10 +256,12 @@ class Target(object):
 # the family) on the family's releases [first, past), with the rules of
 # _fix applied in this order. Every affected release aliases node.arguments.
 # Up to tf.keras 1.13 a layer's config has no Lambda mask and a model's none
-# of its trainable: what every clone routine up to there loses, the
-# Sequential one's too. Every functional clone routine, to 1.14, leaves the
-# input layers of given input_tensors unmapped.
-KEPT_IN_THE_CLONE = ("LambdaMaskKept", "TrainableKept", "GivenInputLayersKept")
+# of its trainable, and up to 1.14 a model's config none of its calls' tensor
+# arguments: what every clone routine up to there loses, the Sequential one's
+# too. Every functional clone routine, to 1.14, leaves the input layers of
+# given input_tensors unmapped.
+KEPT_IN_THE_CLONE = ("NestedModelArgumentsKept", "LambdaMaskKept", "TrainableKept",
+                     "GivenInputLayersKept")
 CLONE_RULES = ("CopyNodeArguments", "LayerCallPropagatesMasks", "RecordedOutputMasks",
                "MapTensorsInCallArguments", "ArgumentsMadeBeforeTheirCalls",
                "ArgumentsInInputsPassedOnce") + KEPT_IN_THE_CLONE
@@ -266,9 +277,10 @@ TARGETS = (
            CLONE_RULES,
            "clone_model of a functional model: outputs dropped, masks lost or pinned"),
     Target("keras", "keras.models", "_clone_sequential_model", (2, 0, 7), (2, 4, 0),
-           ("LambdaMaskKept", "TrainableKept"),
+           ("NestedModelArgumentsKept", "LambdaMaskKept", "TrainableKept"),
            "clone_model of a Sequential model: each layer made from its config, which has "
-           "no Lambda mask and no trainable of a model"),
+           "no Lambda mask, no trainable of a model and no tensor argument of a call in a "
+           "nested model"),
     Target("keras", "keras.engine.topology", "Container.run_internal_graph", (2, 0, 0), (2, 0, 3),
            ("CopyNodeArguments", "PropagatedMaskNotPassedBack", "MapTensorsInCallArguments",
             "ArgumentsMadeBeforeTheirCalls", "InputLayerPassesMask"),
@@ -357,6 +369,11 @@ TARGETS = (
            "the clone routine of 1.14 (kwargs = node.arguments or {}) still passes a tensor "
            "keyword argument back as it was, and Bidirectional's initial_state twice; a clone "
            "on given input tensors cannot be loaded once saved"),
+    Target("tensorflow", "tensorflow.python.keras.models", "_clone_layer", (1, 14, 0), (1, 15, 0),
+           ("NestedModelArgumentsKept",),
+           "the copy of each layer that 1.14's clone routines make (clone_model's default "
+           "clone_function, which it reads when called): a nested model made from its config, "
+           "which leaves a call's tensor arguments out (1.15 writes them)"),
     # 1.15 (tensorflow_core, imported as tensorflow.python...): the call
     # loop moved to _make_new_nodes, whose depths count keyword arguments.
     Target("tensorflow", "tensorflow.python.keras.models", "_make_new_nodes",
@@ -369,11 +386,13 @@ TARGETS = (
            "the clone routine of 1.15: a clone on given input tensors calls a copy of the "
            "model's input layer on them, and cannot be loaded once saved"),
     Target("tensorflow", "tensorflow.python.keras._impl.keras.models", "_clone_sequential_model",
-           (1, 4, 0), (1, 9, 0), ("LambdaMaskKept", "TrainableKept"),
+           (1, 4, 0), (1, 9, 0),
+           ("NestedModelArgumentsKept", "LambdaMaskKept", "TrainableKept"),
            "tf.keras's clone of a Sequential model: each layer made from its config, which "
            "has no Lambda mask and no trainable of a model"),
     Target("tensorflow", "tensorflow.python.keras.models", "_clone_sequential_model",
-           (1, 9, 0), (1, 14, 0), ("LambdaMaskKept", "TrainableKept"),
+           (1, 9, 0), (1, 14, 0),
+           ("NestedModelArgumentsKept", "LambdaMaskKept", "TrainableKept"),
            "the same, moved out of _impl in 1.9 (1.14 writes the mask into Lambda's config "
            "and sets a model's trainable on its layers)"),
     Target("tensorflow", "tensorflow.python.layers.base", "Network._run_internal_graph",

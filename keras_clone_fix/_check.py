@@ -27,9 +27,9 @@ import traceback
 from keras_clone_fix._affected import (
     ARGUMENT_MADE_LATER, ARGUMENT_MAKER_LEFT_OUT, ARGUMENT_NOT_IN_CONFIG, CALLS_OUT_OF_ORDER,
     FROZEN_NESTED, INPUT_RETURNED, LAMBDA_MASK, MASK_FLAG_DENIED, MASKED_CALL, MULTI_OUTPUT_MASK,
-    NESTED_MASKED, NESTED_OUTPUT_MASKS, SHARED_MODEL, STATE_INPUTS, SURPLUS_MASKS,
-    TENSOR_ARGUMENTS, UNTAKEN_INPUT, api_version, deciding_release, endangered_checks, imported_version,
-    keras_version, package_of, targets_for)
+    NESTED_ARGUMENT_NOT_IN_CONFIG, NESTED_MASKED, NESTED_OUTPUT_MASKS, SHARED_MODEL, STATE_INPUTS,
+    SURPLUS_MASKS, TENSOR_ARGUMENTS, UNTAKEN_INPUT, api_version, deciding_release,
+    endangered_checks, imported_version, keras_version, package_of, targets_for)
 from keras_clone_fix._runtime import (
     arguments_left_out, arguments_made_later, computes_masks, is_input_layer, is_lambda, making_node,
     tensors_in)
@@ -317,6 +317,13 @@ def model_risks(keras, model):
             if not getattr(layer, "trainable", True):
                 found.append((path, FROZEN_NESTED, "a frozen nested model (trainable = False)",
                               nested))
+            left_out = sorted(set(name for _, inside in all_layers(keras, layer)
+                                  for node in inbound_nodes(inside) if tensor_arguments(node)
+                                  for name in arguments_left_out(node)))
+            if left_out:
+                found.append((path, NESTED_ARGUMENT_NOT_IN_CONFIG, "a nested model whose config "
+                              "leaves out tensor arguments of calls inside it (the clone makes "
+                              "it from its config): " + ", ".join(left_out), nested))
         elif masked_inputs and "mask" in parameters(layer.call):
             found.append((path, MASKED_CALL, "called on a masked tensor (the mask goes into its "
                           "call arguments)", nested))

@@ -7,7 +7,8 @@ import ast
 from keras_clone_fix._rewrite import (
     Rule, call_node, helper_name, is_attribute, located, name_of, nodes_in, unlocated_copy)
 from keras_clone_fix._runtime import (
-    given_input_layer, given_input_layers_mapped, lambda_mask_kept, trainable_kept)
+    cloned_where_config_refused, given_input_layer, given_input_layers_mapped, lambda_mask_kept,
+    trainable_kept)
 
 
 def _makes_from_config(value):
@@ -23,9 +24,12 @@ class _KeptInTheClone(Rule):
     back what the config leaves out (the rule's one helper says what).
     Applied after each other, the second wraps the first."""
 
+    def _arguments(self, value):
+        """The helper's arguments: the layer, and its copy made from its config."""
+        return [ast.Name(id="layer", ctx=ast.Load()), value]
+
     def _kept(self, node):
-        node.value = located(call_node(helper_name(self.helpers[0]),
-                                       ast.Name(id="layer", ctx=ast.Load()), node.value),
+        node.value = located(call_node(helper_name(self.helpers[0]), *self._arguments(node.value)),
                              node.value)
         return self.rewritten(node)
 
@@ -74,6 +78,37 @@ class TrainableKept(_KeptInTheClone):
     """
 
     helpers = (trainable_kept,)
+
+
+class NestedModelArgumentsKept(_KeptInTheClone):
+    """`new_layer = layer.__class__.from_config(layer.get_config())` ->
+    `new_layer = cloned_where_config_refused(layer, lambda: <the same>,
+    clone_model)`; the same in the `return` of the Sequential routine's
+    `clone(layer)` and of tf.keras 1.14's `_clone_layer` (clone_model's
+    default clone_function). Applied before the other rules of the family,
+    which wrap what it makes.
+
+    The clone routines of Keras 2.0.7 - 2.3.1 and tf.keras of TensorFlow
+    1.4 - 1.14 make every layer from its config, a nested model too, and a
+    model's config there leaves out a call's tensor arguments: a model
+    holding one whose layer takes a tensor argument (`inner([h, w])`,
+    `Attend()(a, attention_mask=w)` inside; `LSTM(2)(x, mask=m)`) came back
+    from the clone computing without it (`ValueError: None values not
+    supported.`, or other numbers), and with TensorArgumentsRefused, which
+    refuses such a config, the clone was refused. TensorFlow 1.15 and
+    tf_keras write the tensor into the config, and the copy made from it
+    keeps it. Such a model, and only such, is cloned by the release's own
+    clone routine (clone_model, fixed), its calls made with their arguments;
+    the lambda keeps the config from being written first.
+    """
+
+    helpers = (cloned_where_config_refused,)
+
+    def _arguments(self, value):
+        made = unlocated_copy(ast.parse("lambda: None", mode="eval").body)
+        made.body = value
+        return [ast.Name(id="layer", ctx=ast.Load()), made,
+                ast.Name(id="clone_model", ctx=ast.Load())]
 
 
 class GivenInputLayersKept(Rule):

@@ -252,6 +252,25 @@ def trainable_kept(layer, new_layer):
     return new_layer
 
 
+def cloned_where_config_refused(layer, from_config, clone_model):
+    """`from_config()`: the clone routine's copy of `layer`, made from its
+    config; where that config refuses a tensor argument of a call inside
+    the layer (ArgumentNotInConfig: a model holding it, at any depth), the
+    model cloned by `clone_model`, the release's own clone routine, instead:
+    new weights as from_config gives, the same names, and the calls with
+    their arguments. A layer that is not a model (a wrapper holding one),
+    or a model whose clone would be of another class, stays refused."""
+    try:
+        return from_config()
+    except ArgumentNotInConfig as refusal:
+        if getattr(layer, "layers", None) is None:
+            raise refusal
+        copy = clone_model(layer)
+        if type(copy) is not type(layer):
+            raise refusal
+        return copy
+
+
 def given_input_layer(given, original_layer, otherwise=None):
     """The input layer of a tensor given for a model input whose layer is
     `original_layer`: the given tensor's own (an `Input`, or the wrapper the
@@ -472,4 +491,4 @@ HELPERS = dict((helper.__name__, helper) for helper in (
     trainable_kept, trainable_written, trainable_read, given_input_layer,
     given_input_layers_mapped, layer_calls_in_order, nodes_by_depth_in_call_order, computes_masks,
     propagated_mask_popped, tensor_arguments_refused, argument_tensors_to_walk,
-    walked_argument_makers_placed))
+    walked_argument_makers_placed, cloned_where_config_refused))

@@ -129,7 +129,8 @@ WALK = "tensorflow.python.keras.engine.network._map_graph_network"
     ("1.11.0", CONFIG_1_9 + [MASKS, SEQUENTIAL_MASKS, CALL, ARGUMENTS, WALK]),
     ("1.12.3", CONFIG_1_9 + [MASKS, SEQUENTIAL_MASKS, CALL, ARGUMENTS, WALK]),
     ("1.13.2", CONFIG_1_9 + [MASKS, SEQUENTIAL_MASKS, CALL, ARGUMENTS, WALK]),
-    ("1.14.0", [CLONE, NETWORK, FROM_CONFIG, GET_CONFIG, ARGUMENTS, WALK]),
+    ("1.14.0", [CLONE, "tensorflow.python.keras.models._clone_layer", NETWORK, FROM_CONFIG,
+                GET_CONFIG, ARGUMENTS, WALK]),
     ("1.15.0", ["tensorflow.python.keras.models._make_new_nodes", CLONE, FROM_CONFIG]),
     ("1.15.5", ["tensorflow.python.keras.models._make_new_nodes", CLONE, FROM_CONFIG]),
     ("2.0.0", [CLONE, "tensorflow.python.keras.engine.network.reconstruct_from_config"]),
@@ -229,6 +230,12 @@ def test_every_target_meets_risks_that_endanger_checks_of_its_routine():
                                                        "multi_gpu"}),
     ("tensorflow", "1.14.0", "untaken input", False, {"clone", "clone_of_clone", "nested",
                                                       "called_twice", "multi_gpu"}),
+    # a nested model whose config leaves a tensor argument out: what the clone routines make
+    ("keras", "2.2.4", "nested argument not in config", True,
+     {"clone", "clone_of_clone", "multi_gpu", "original_unchanged"}),
+    ("tensorflow", "1.14.0", "nested argument not in config", True,
+     {"clone", "clone_of_clone", "multi_gpu"}),
+    ("tensorflow", "1.15.0", "nested argument not in config", True, set()),
 ])
 def test_endangered_checks(family, version, risk, nested, checks):
     assert endangered_checks(family, version, risk, nested) == checks

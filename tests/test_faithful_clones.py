@@ -52,6 +52,9 @@ what the model computes, judged by check's engine.
   `LSTM(2)(x, mask=m)`): the model's config of keras 2.x and tf.keras 1.4 -
   1.14 leaves it out, and the model made from it computes without it; the
   fix refuses that config in one line (TensorArgumentsRefused).
+- A model holding such a model: the clone routine made the nested model
+  from that config, and computed without the argument; the fix clones it
+  with clone_model instead (NestedModelArgumentsKept).
 
 Runs on each family installed here at a release with clone_model: keras
 2.0.7 - 2.3.1 and tf.keras of TensorFlow 1.4 - 1.15, patched and unpatched
@@ -67,7 +70,8 @@ from conftest import (
     expect_upstream_failure, fix_in_mode, installed, lambdas_remade, version_of)
 from keras_clone_fix._affected import (
     ARGUMENT_MADE_LATER, ARGUMENT_MAKER_LEFT_OUT, ARGUMENT_NOT_IN_CONFIG, CALLS_OUT_OF_ORDER,
-    FROZEN_NESTED, INPUT_RETURNED, LAMBDA_MASK, MASK_FLAG_DENIED, SURPLUS_MASKS, UNTAKEN_INPUT)
+    FROZEN_NESTED, INPUT_RETURNED, LAMBDA_MASK, MASK_FLAG_DENIED, NESTED_ARGUMENT_NOT_IN_CONFIG,
+    SURPLUS_MASKS, UNTAKEN_INPUT)
 from keras_clone_fix._runtime import ArgumentNotInConfig
 
 import keras_clone_fix
@@ -95,8 +99,8 @@ def _families():
         if (2, 0, 7) <= version < (2, 4, 0) and keras.backend.backend() != "theano":
             found.append(("keras " + keras.__version__, keras,
                           {LAMBDA_MASK, FROZEN_NESTED, GIVEN_INPUTS, ARGUMENT_MADE_LATER,
-                           ARGUMENT_NOT_IN_CONFIG, ARGUMENT_MAKER_LEFT_OUT,
-                           LAMBDA_MASK_NOT_IN_CONFIG} | (
+                           ARGUMENT_NOT_IN_CONFIG, NESTED_ARGUMENT_NOT_IN_CONFIG,
+                           ARGUMENT_MAKER_LEFT_OUT, LAMBDA_MASK_NOT_IN_CONFIG} | (
                               {SURPLUS_MASKS} if version >= (2, 1, 6) else set()) | (
                               {CALLS_OUT_OF_ORDER} if version < (2, 2, 5) else set()) | (
                               {FROZEN_WRAPPED} if version < (2, 1, 4) else set()), True))
@@ -118,6 +122,7 @@ def _families():
             found.append(("tf.keras " + tensorflow.__version__, tensorflow.keras,
                           {GIVEN_INPUTS, CALLS_OUT_OF_ORDER} | (
                               {ARGUMENT_MADE_LATER, ARGUMENT_NOT_IN_CONFIG,
+                               NESTED_ARGUMENT_NOT_IN_CONFIG,
                                ARGUMENT_MAKER_LEFT_OUT} if version < (1, 15) else set()) | (
                               {LAMBDA_MASK, FROZEN_NESTED, LAMBDA_MASK_NOT_IN_CONFIG}
                               if version < (1, 14) else set()) | (
@@ -285,18 +290,24 @@ def conditioned_on_two_masked_inputs(keras):
     return keras.models.Model(tokens, L.LSTM(2)(conditioned))
 
 
-def argument_made_after_its_call(keras):
-    """Attend()(a, attention_mask=w), `w = Dense(3)(b)` an output too: Keras's
-    depths count a call's inputs only, and put w's call after Attend's."""
-    L = keras.layers
-
-    class Attend(L.Layer):
+def attend_class(keras):
+    """A layer of the release taking a tensor argument: `Attend()(h,
+    attention_mask=w)` is `h * w`."""
+    class Attend(keras.layers.Layer):
         def call(self, inputs, attention_mask=None):
             return inputs * attention_mask
 
         def compute_output_shape(self, input_shape):
             return input_shape
 
+    return Attend
+
+
+def argument_made_after_its_call(keras):
+    """Attend()(a, attention_mask=w), `w = Dense(3)(b)` an output too: Keras's
+    depths count a call's inputs only, and put w's call after Attend's."""
+    L = keras.layers
+    Attend = attend_class(keras)
     a, b = L.Input(shape=(3,)), L.Input(shape=(3,))
     w = L.Dense(3)(b)
     attended = Attend(name="attend")(a, attention_mask=w)
@@ -607,14 +618,7 @@ def attention_from_a_layer(keras):
     """Attend()(h, attention_mask=w): `w = Dense(3)(b)`, a layer of the model
     that also makes h (`h = Dense(3)(add([a, w]))`), deeper than Attend's call."""
     L = keras.layers
-
-    class Attend(L.Layer):
-        def call(self, inputs, attention_mask=None):
-            return inputs * attention_mask
-
-        def compute_output_shape(self, input_shape):
-            return input_shape
-
+    Attend = attend_class(keras)
     a, b = L.Input(shape=(3,)), L.Input(shape=(3,))
     w = L.Dense(3, name="w")(b)
     h = L.Dense(3, name="h")(L.add([a, w]))
@@ -684,6 +688,115 @@ def test_a_tensor_argument_is_kept_in_the_config_or_refused(request, family, bui
         assert not keras_clone_fix.unpatch().patched
         loaded = keras.models.load_model(path, custom_objects=custom)
         numpy.testing.assert_allclose(loaded.predict(inputs), expected, rtol=1e-5, atol=1e-5)
+def attention_in_a_nested_model(keras, name="inner"):
+    """Model([a, w], Dense(1)(inner([a, w]))), `inner` computing
+    Attend()(Dense(3)(a), attention_mask=w): a nested model whose layer takes
+    a tensor argument, called on its own inputs (the model itself is built
+    without calling it on new tensors: right unpatched too)."""
+    L = keras.layers
+    a, w = L.Input(shape=(3,)), L.Input(shape=(3,))
+    attended = attend_class(keras)(name="attend")(L.Dense(3, name="h")(a), attention_mask=w)
+    inner = keras.models.Model([a, w], L.Dense(3, name="after")(attended), name=name)
+    return keras.models.Model([a, w], L.Dense(1, name="top")(inner([a, w])))
+
+
+def explicit_mask_in_a_nested_model(keras):
+    """Model([x, m], Dense(1)(inner([x, m]))), `inner` computing
+    LSTM(2)(Masking()(x), mask=m): the explicit mask= tensor of
+    explicit_mask_tensor, inside a nested model."""
+    L = keras.layers
+    x = L.Input(shape=(STEPS, 3))
+    m = L.Input(shape=(STEPS,), dtype="bool", name="given_mask")
+    inner = keras.models.Model([x, m], L.LSTM(2)(L.Masking()(x), mask=m), name="inner")
+    return keras.models.Model([x, m], L.Dense(1, name="top")(inner([x, m])))
+
+
+def attention_model_in_a_sequential_model(keras):
+    """Sequential([inner, Dense(1)]), `inner` computing Attend()(Dense(3)(x),
+    attention_mask=x): the Sequential clone routine makes each layer from
+    its config too."""
+    L = keras.layers
+    x = L.Input(shape=(3,))
+    attended = attend_class(keras)(name="attend")(L.Dense(3, name="h")(x), attention_mask=x)
+    inner = keras.models.Model(x, attended, name="inner")
+    return keras.models.Sequential([inner, L.Dense(1, name="top")])
+
+
+def attention_two_deep_in_a_frozen_model(keras):
+    """attention_in_a_nested_model's model one level deeper, inside a frozen
+    model: the nested copy keeps its tensor argument and stays frozen."""
+    nested = attention_in_a_nested_model(keras, name="deepest")
+    middle = keras.models.Model(nested.inputs, nested.outputs, name="middle")
+    middle.trainable = False
+    L = keras.layers
+    return keras.models.Model(nested.inputs, L.Dense(1, name="over")(middle(nested.inputs)))
+
+
+def custom_layers(keras, model):
+    """{class name: class} of this module's layers in a model, nested ones too."""
+    return dict((type(layer).__name__, type(layer)) for _, layer in _check.all_layers(keras, model)
+                if type(layer).__module__ == __name__)
+
+
+def trainable_shapes(keras, model):
+    return [tuple(keras.backend.int_shape(weight)) for weight in model.trainable_weights]
+
+
+@pytest.mark.parametrize("build", [
+    attention_in_a_nested_model, explicit_mask_in_a_nested_model,
+    attention_model_in_a_sequential_model, attention_two_deep_in_a_frozen_model],
+    ids=["attention_mask=w", "mask=m", "in a Sequential", "two deep, frozen"])
+def test_a_nested_model_keeps_its_tensor_arguments_in_the_clone(request, family, build,
+                                                                monkeypatch):
+    """The clone of a model holding a model whose layer takes a tensor
+    argument, the clone's clone, and multi_gpu_model's relocated replica
+    (where the release has it): each holds a copy of the nested model of its
+    own (new weights, the same names), with the model's trainable weights,
+    and predicts what the model predicts once given its weights; `check`
+    names each nested model at risk where the release has the bug (with
+    the fix: a mask= is recorded on tf.keras 1.10 - 1.14 then). The clone
+    routine made the nested model from its config, which leaves the
+    argument out (refused with the fix before NestedModelArgumentsKept)."""
+    keras, bugs, mode = family
+    broken = NESTED_ARGUMENT_NOT_IN_CONFIG
+    if build is explicit_mask_in_a_nested_model and keras.__name__.startswith("tensorflow") and (
+            (1, 10) <= version_of(importlib.import_module("tensorflow"))[:2] < (1, 14)):
+        # Unpatched, tf.keras 1.10 - 1.13 drop mask= from the recorded call
+        # (ExplicitMaskRecorded): the nested model and its copy from the config
+        # compute with the propagated mask alike (measured on 1.10, 1.12, 1.13).
+        broken = None
+    expect(request, family, broken,
+           "the clone's nested model computes without its tensor argument", raises=Exception)
+    _check.seeing_two_gpus(keras, monkeypatch.setattr)
+    model = build(keras)
+    nested = [path for path, layer in _check.all_layers(keras, model)
+              if _check.is_model(keras, layer)]
+    named = [path for path, what, checks in _check.risks(keras, model)
+             if "clone" in checks and what.startswith("a nested model whose config leaves out")]
+    if mode == "patched" or keras.__name__ == "tf_keras":  # the fix records a mask= (1.10 - 1.14)
+        assert named == (nested if NESTED_ARGUMENT_NOT_IN_CONFIG in bugs else [])
+    arrays = _check.make_inputs(keras, model, BATCH, STEPS, seed=0)
+    inputs = arrays if len(arrays) > 1 else arrays[0]
+    expected = model.predict(inputs)
+    with keras.utils.custom_object_scope(custom_layers(keras, model)):
+        clone = cloned(keras, model)
+        copies = [(clone, clone), (cloned(keras, clone), None)]
+        multi_gpu_model, _ = _check.find_multi_gpu_model(keras)
+        if multi_gpu_model is not None:
+            parallel = multi_gpu_model(model, gpus=2, cpu_relocation=True)
+            replica, = [layer for layer in parallel.layers if _check.is_model(keras, layer)]
+            replica.set_weights(model.get_weights())
+            copies.append((replica, parallel))
+    names = [path for path, _ in _check.all_layers(keras, model)]
+    originals = set(id(weight) for weight in model.weights)
+    for copy, predicting in copies:
+        assert [path for path, _ in _check.all_layers(keras, copy)] == names
+        assert not originals & set(id(weight) for weight in copy.weights)
+        assert trainable_shapes(keras, copy) == trainable_shapes(keras, model)
+        numpy.testing.assert_allclose((predicting or copy).predict(inputs), expected,
+                                      rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("build, maker_has_weights", [
     (keyword_tensor_of_a_layer_nothing_else_takes, True),
     (mask_made_by_a_layer_nothing_else_takes, False)],

@@ -1006,3 +1006,54 @@ def test_argument_makers_walked():
                   for depth, nodes in fixed_by_depth.items()) == sorted(
         (depth, sorted(node.name for node in nodes)) for depth, nodes in by_depth.items())
     assert _runtime.nodes_by_depth_in_call_order(fixed_by_depth) is fixed_by_depth
+
+
+class RefusedModel(FromConfig):
+    """A model (it has `layers`) whose config the fix refuses: a call inside
+    it takes a tensor argument (TensorArgumentsRefused)."""
+    layers = ()
+
+    def get_config(self):
+        raise _runtime.ArgumentNotInConfig("layer 'attend' is called with the tensor argument "
+                                           "attention_mask")
+
+
+class RefusedModelOfASubclass(RefusedModel):
+    pass
+
+
+class RefusedWrapper(RefusedModel):
+    """A wrapper of such a model: its config holds the model's; it has no `layers`."""
+    layers = None
+
+
+def clone_model(model):
+    """The release's clone routine, as the fixed clone step finds it in its
+    module: a RefusedModel that remembers what it cloned."""
+    made = RefusedModel()
+    made.cloned_from = model
+    return made
+
+
+@pytest.mark.parametrize("routine", [clone_step_like_keras, clone_sequential_like_keras],
+                         ids=["functional", "Sequential"])
+def test_nested_model_arguments_kept(routine):
+    """A model whose config is refused is cloned by the module's clone_model,
+    and then gets its flag back (TrainableKept); every other layer is made
+    from its config; a layer that is not a model, or a model that
+    clone_model would make of another class, stays refused."""
+    fixed = build_fixed(routine, ["NestedModelArgumentsKept", "LambdaMaskKept", "TrainableKept"])
+
+    def copied(layer):
+        return fixed(layer, {}) if routine is clone_step_like_keras else fixed([layer])[0]
+
+    original = RefusedModel()
+    original.trainable = False
+    with pytest.raises(_runtime.ArgumentNotInConfig):
+        routine(original, {}) if routine is clone_step_like_keras else routine([original])
+    clone = copied(original)
+    assert clone.cloned_from is original and clone.trainable is False
+    assert not hasattr(copied(FromConfig()), "cloned_from")
+    for refused in (RefusedWrapper(), RefusedModelOfASubclass()):
+        with pytest.raises(_runtime.ArgumentNotInConfig):
+            copied(refused)
