@@ -84,6 +84,7 @@ def keras_behaviour(keras):
         # masked model shows the bug there (and needs predict).
         return {"clone": None, "call": shared_model_called_twice(keras),
                 "from_config": frozen_read(keras), "get_config": frozen_written(keras),
+                "sequential_config": frozen_sequential_written(keras),
                 "sequential_clone": None, "walk": argument_maker_walked(keras)}
     x = models.tokens()
     model = keras.models.Model(x, models.SplitOutputs(2)(models.embedded(x)))
@@ -92,6 +93,7 @@ def keras_behaviour(keras):
             if hasattr(keras.models, "clone_model") else None,  # none before 2.0.7
             "call": attempt(lambda: keras.models.Model(new_input, model(new_input))),
             "from_config": from_config_behaviour(keras), "get_config": frozen_written(keras),
+            "sequential_config": frozen_sequential_written(keras),
             "sequential_clone": sequential_clone_masked(keras),
             "walk": argument_maker_walked(keras)}
 
@@ -123,6 +125,20 @@ def frozen_written(keras):
     """"ok" where a frozen model's config says so (every affected release
     writes no trainable of a model), else "not written". Built, not run."""
     return "ok" if frozen_model(keras).get_config().get("trainable") is False else "not written"
+
+
+def frozen_sequential_written(keras):
+    """"ok" where a frozen Sequential model's config says its layers are
+    frozen (every affected release writes them trainable: its flag does
+    not set theirs), else "not written". Built, not run."""
+    if hasattr(keras.backend, "clear_session"):
+        keras.backend.clear_session()
+    model = keras.models.Sequential([keras.layers.Dense(2, input_shape=(3,))])
+    model.trainable = False
+    config = model.get_config()
+    layers = config["layers"] if isinstance(config, dict) else config  # a list to 2.2.2 / 1.10
+    return "ok" if all(layer["config"].get("trainable") is False for layer in layers) else (
+        "not written")
 
 
 def frozen_read(keras):
@@ -206,7 +222,8 @@ def tf_keras_behaviour(tensorflow):
     recorded = dict(lstm._inbound_nodes[0].arguments)
     encoder(keras.layers.Input(shape=(5,), dtype="int32"))
     return {"call": "ok" if lstm._inbound_nodes[0].arguments == recorded else "wrote into it",
-            "from_config": from_config_behaviour(keras), "get_config": frozen_written(keras)}
+            "from_config": from_config_behaviour(keras), "get_config": frozen_written(keras),
+            "sequential_config": frozen_sequential_written(keras)}
 
 
 BEHAVIOURS = {"keras": keras_behaviour, "tensorflow": tf_keras_behaviour}
