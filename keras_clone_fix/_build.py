@@ -32,7 +32,7 @@ import dis
 import linecache
 import types
 
-from keras_clone_fix import _argument_rules, _cache, _clone_rules, _config_rules, _mask_rules
+from keras_clone_fix import _argument_rules, _clone_rules, _config_rules, _mask_rules
 from keras_clone_fix._rewrite import HELPER_PREFIX, Rule, located, name_of, nodes_in
 from keras_clone_fix._runtime import UnsupportedFunction
 
@@ -41,9 +41,6 @@ RULES = dict((name, rule) for module in (_argument_rules, _clone_rules, _config_
              for name, rule in vars(module).items()
              if isinstance(rule, type) and issubclass(rule, Rule) and rule is not Rule
              and not name.startswith("_"))
-# These rules' text as imported: a stored build is used only where the
-# rules that made it are the ones installed.
-TEXT = _cache.rules_text()
 
 
 def _dotted(node):

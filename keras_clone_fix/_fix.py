@@ -34,15 +34,15 @@ def build_fixed(original, rule_names, decorator=None):
         raise UnsupportedFunction("expected a plain function, found {!r}".format(original))
     if original.__code__.co_freevars:
         raise UnsupportedFunction("it is a closure")
-    # The rules on disk: those a build would import (when they are not yet).
-    # A decorator is among what the build accepted.
+    # The rules' text as this interpreter first read it (those a build would
+    # import); a decorator is among what the build accepted.
     accepted = list(rule_names) + (["@" + decorator] if decorator else [])
-    cached = _cache.read(original, _cache.key(original, accepted, _cache.rules_text()))
+    key = _cache.key(original, accepted, _cache.rules_text())
+    cached = _cache.read(original, key)
     if cached is not None and all(name in HELPERS for name in cached[1]):
         code, helpers = cached
     else:
         from keras_clone_fix import _build
-        key = _cache.key(original, accepted, _build.TEXT)  # before the build reads the files
         code, helpers = _build.factory_code(original, rule_names, decorator)
         _cache.write(original, key, code, helpers)
     scratch = {}
