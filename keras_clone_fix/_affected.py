@@ -73,7 +73,8 @@ RELEASES = {
          "arguments; keyword tensors made after their call; initial_state or constants "
          "passed twice; masked tensors refused by a model (to 1.12); a called model's "
          "output masks lost (1.11 - 1.13); masks dropped inside a nested Sequential (1.11 - "
-         "1.13); masks lost by layers that return their input (1.10 - 1.13); an explicit "
+         "1.13); masks lost by layers that return their input (1.10 - 1.13); a lone output "
+         "given a whole list of masks (1.10 - 1.13); an explicit "
          "mask= replaced by the propagated one (from 1.10); a Lambda's mask lost in clones "
          "(to 1.13); "
          "frozen nested models unfrozen in clones (to 1.13); clones on input_tensors "
@@ -146,6 +147,7 @@ RULE_RISKS = {
     "LayerCallsKeptInOrder": (CALLS_OUT_OF_ORDER,),
     "OwnComputeMaskCounted": (MASK_FLAG_DENIED,),
     "MaskSetOnCopiedOutputs": (INPUT_RETURNED,),
+    "MasksPairedWithOutputs": (SURPLUS_MASKS,),
     "ExplicitMaskRecorded": (UNTAKEN_INPUT,),
     "TensorArgumentsRefused": (ARGUMENT_NOT_IN_CONFIG,),
     "ArgumentMakersWalked": (ARGUMENT_MAKER_LEFT_OUT,),
@@ -172,6 +174,7 @@ RULE_WORDS = {
     "LayerCallsKeptInOrder": "layer calls reordered by from_config",
     "OwnComputeMaskCounted": "masks dropped inside a nested Sequential",
     "MaskSetOnCopiedOutputs": "masks lost by layers that return their input",
+    "MasksPairedWithOutputs": "a lone output given a whole list of masks",
     "ExplicitMaskRecorded": "an explicit mask= replaced by the propagated one",
     "TrainableWrittenInConfig": "a frozen model's config without trainable",
     "TrainableReadFromConfig": "frozen models unfrozen when loaded",
@@ -496,9 +499,13 @@ TARGETS = (
            (1, 9, 0), (1, 14, 0), ("TrainableWrittenInConfig",),
            "the same, out of _impl in 1.9 (a dict of its name and its layers' configs from 1.11)"),
     Target("tensorflow", "tensorflow.python.keras.engine.base_layer", "Layer._set_mask_metadata",
-           (1, 11, 0), (1, 14, 0), ("MaskAlreadyComputedKept",),
-           "Layer.__call__'s mask bookkeeping: a model called on new tensors has its output "
-           "masks, which its own run computed, overwritten with None"),
+           (1, 10, 0), (1, 11, 0), ("MasksPairedWithOutputs",),
+           "Layer.__call__'s mask bookkeeping: masks given to the outputs by their structure, "
+           "a lone output taking a whole list of masks (1.14 pairs flat outputs with flat masks)"),
+    Target("tensorflow", "tensorflow.python.keras.engine.base_layer", "Layer._set_mask_metadata",
+           (1, 11, 0), (1, 14, 0), ("MaskAlreadyComputedKept", "MasksPairedWithOutputs"),
+           "the same, and a model called on new tensors has its output masks, which its own "
+           "run computed, overwritten with None"),
     Target("tensorflow", "tensorflow.python.keras.engine.sequential",
            "Sequential._call_and_compute_mask", (1, 11, 0), (1, 14, 0), ("OwnComputeMaskCounted",),
            "a Sequential model computed layer by layer (nested, asked for its mask, built "

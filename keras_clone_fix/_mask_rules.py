@@ -8,7 +8,7 @@ from keras_clone_fix._rewrite import (
     Rule, STATEMENT_LISTS, call_node, helper_name, is_attribute, located, name_of, nodes_in,
     unlocated_copy)
 from keras_clone_fix._runtime import (
-    computes_masks, keras_masks, mask_through_input_layer, one_mask_per_output,
+    computes_masks, keras_masks, mask_through_input_layer, masks_paired, one_mask_per_output,
     propagated_mask_popped, recorded_output_masks, without_propagated_mask)
 
 
@@ -171,6 +171,33 @@ class MaskAlreadyComputedKept(Rule):
                 body=call_node(helper_name(keras_masks), ast.Name(id="outputs", ctx=ast.Load())),
                 orelse=assign.value), assign.value)
             self.rewritten(node)
+        return node
+
+
+class MasksPairedWithOutputs(Rule):
+    """In `Layer._set_mask_metadata`, `output_mask = self.compute_mask(...)`
+    -> `output_mask = masks_paired(outputs, self.compute_mask(...))`.
+
+    tf.keras of TensorFlow 1.10 - 1.13 gives the masks to the outputs by the
+    outputs' structure: a lone output takes whatever `compute_mask` returns,
+    a list of masks too (one output from several masked inputs), and a list
+    of outputs iterates a lone mask (`Tensor objects are only iterable`).
+    With MaskSetOnCopiedOutputs the masks are set after
+    `_set_connectivity_metadata_`, which makes a one-element list of outputs
+    its element: the output then carried the list, which a model called on
+    it took as its input's mask and fed the original's placeholder to its
+    clone. TensorFlow 1.14 and tf_keras pair flat outputs with flat masks.
+    """
+
+    helpers = (masks_paired,)
+
+    def visit_Assign(self, node):
+        value = node.value
+        if (name_of(node.targets[0]) == "output_mask" and isinstance(value, ast.Call)
+                and is_attribute(value.func, "self", "compute_mask")):
+            node.value = located(call_node(helper_name(masks_paired),
+                                           ast.Name(id="outputs", ctx=ast.Load()), value), value)
+            return self.rewritten(node)
         return node
 
 

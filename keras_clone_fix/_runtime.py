@@ -69,6 +69,18 @@ def keras_masks(outputs):
     return getattr(outputs, "_keras_mask", None)
 
 
+def masks_paired(outputs, masks):
+    """`masks` as TensorFlow 1.14 and tf_keras pair them with `outputs`: in
+    order, a lone output taking the first of a list and a list of outputs
+    a lone mask as its first's."""
+    if masks is None:
+        return None
+    listed = list(masks) if isinstance(masks, (list, tuple)) else [masks]
+    if isinstance(outputs, (list, tuple)):
+        return listed
+    return listed[0] if listed else None
+
+
 def computes_masks(layer):
     """Whether a layer computes its output masks: its `supports_masking`
     says so, or its class has a compute_mask of its own (as tf_keras
@@ -491,4 +503,4 @@ HELPERS = dict((helper.__name__, helper) for helper in (
     trainable_kept, trainable_written, trainable_read, given_input_layer,
     given_input_layers_mapped, layer_calls_in_order, nodes_by_depth_in_call_order, computes_masks,
     propagated_mask_popped, tensor_arguments_refused, argument_tensors_to_walk,
-    walked_argument_makers_placed, cloned_where_config_refused))
+    walked_argument_makers_placed, cloned_where_config_refused, masks_paired))

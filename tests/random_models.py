@@ -56,13 +56,7 @@ REFUSED = {TENSOR_ARGUMENT_REFUSED: CONFIG_ROUTES}
 LAMBDA_MASK_UNWRITTEN = ("a Lambda's mask on a masked tensor, which the release's Lambda config "
                          "leaves out (not fixed: docs/how-it-works.md)")
 LEFT_AS_THE_RELEASE_HAS_IT = {LAMBDA_MASK_UNWRITTEN: CONFIG_ROUTES}
-# What this search found wrong with the fix, not fixed yet: routes skipped
-# where the release has it (found 2026-11-27, reported to the lead).
-SURPLUS_MASKS_INTO_A_MODEL = (
-    "found here: tf.keras 1.12 - 1.13, a model called on the output of a layer with more masks "
-    "than outputs: the fixed clone and nested copy feed the original's input placeholder")
-FOUND_NOT_FIXED = {SURPLUS_MASKS_INTO_A_MODEL: ROUTES[:4] + ("multi_gpu_model",)}
-SKIPPED = dict(LEFT_AS_THE_RELEASE_HAS_IT, **FOUND_NOT_FIXED)
+SKIPPED = LEFT_AS_THE_RELEASE_HAS_IT
 
 # What the generator asks of a release (tests/models.py says where each
 # holds for multi-backend Keras); tf.keras of TensorFlow 1.12+ and tf_keras
@@ -93,8 +87,6 @@ class Release(object):
         # them: keras; tf.keras 1.13 refuses it (Layer._set_mask_metadata
         # iterates the mask), and tf_keras draws what tf.keras does.
         self.ONE_MASK_FOR_OUTPUTS = keras.__name__ == "keras"
-        self.SURPLUS_MASKS_INTO_A_MODEL = keras.__name__.startswith("tensorflow") and not (
-            self.LAMBDA_MASK_IN_CONFIG)  # TensorFlow 1.12 - 1.13 here
 
 
 class Tensor(object):
@@ -453,11 +445,8 @@ class RandomModel(object):
         return inputs
 
     def _into_a_model(self, inputs):
-        """Note a model called on `inputs` (SURPLUS_MASKS_INTO_A_MODEL)."""
         if any(t.surplus_masks for t in inputs):
             self.features.add("model on a layer with more masks than outputs")
-            if self.release.SURPLUS_MASKS_INTO_A_MODEL:
-                self.limits.add(SURPLUS_MASKS_INTO_A_MODEL)
 
     def _nest(self):
         """A model as a layer: Dense -> SplitOutputs(list) -> add, inside."""

@@ -85,6 +85,10 @@ FROZEN_WRAPPED = "frozen model in a wrapper"
 # model made from its own config (the from_config check) computes otherwise
 # (measured 2026-11-27 on keras 2.0.8, 2.2.4, 2.3.1, tf.keras 1.10, 1.13, 1.14).
 LAMBDA_MASK_NOT_IN_CONFIG = "a Lambda's config without its mask"
+# SURPLUS_MASKS, then a model called on that output: keras as SURPLUS_MASKS;
+# tf.keras 1.10 - 1.13 gave the output the list of masks (with
+# MaskSetOnCopiedOutputs), which the model took as its input's mask.
+MODEL_ON_SURPLUS_MASKS = "a model on an output of more masks"
 
 
 def _families():
@@ -101,7 +105,8 @@ def _families():
                           {LAMBDA_MASK, FROZEN_NESTED, GIVEN_INPUTS, ARGUMENT_MADE_LATER,
                            ARGUMENT_NOT_IN_CONFIG, NESTED_ARGUMENT_NOT_IN_CONFIG,
                            ARGUMENT_MAKER_LEFT_OUT, LAMBDA_MASK_NOT_IN_CONFIG} | (
-                              {SURPLUS_MASKS} if version >= (2, 1, 6) else set()) | (
+                              {SURPLUS_MASKS, MODEL_ON_SURPLUS_MASKS} if version >= (2, 1, 6)
+                              else set()) | (
                               {CALLS_OUT_OF_ORDER} if version < (2, 2, 5) else set()) | (
                               {FROZEN_WRAPPED} if version < (2, 1, 4) else set()), True))
     if installed("tensorflow"):
@@ -127,7 +132,8 @@ def _families():
                               {LAMBDA_MASK, FROZEN_NESTED, LAMBDA_MASK_NOT_IN_CONFIG}
                               if version < (1, 14) else set()) | (
                               {UNTAKEN_INPUT} if (1, 10) <= version < (1, 15) else set()) | (
-                              {INPUT_RETURNED} if (1, 10) <= version < (1, 14) else set()) | (
+                              {INPUT_RETURNED, MODEL_ON_SURPLUS_MASKS}
+                              if (1, 10) <= version < (1, 14) else set()) | (
                               {FROZEN_WRAPPED} if version < (1, 7) else set()),
                           True))
     if installed("tf_keras"):
@@ -268,9 +274,9 @@ def frozen_model_in_a_wrapper(keras):
     return keras.models.Model(j, L.Dense(1)(L.TimeDistributed(inner, name="wrapper")(j)))
 
 
-def conditioned_on_two_masked_inputs(keras):
+def conditioned_on_two_masked_inputs(keras, between=None):
     """Two Embedding(mask_zero) -> one output from both (supports_masking,
-    the default compute_mask) -> LSTM."""
+    the default compute_mask) -> `between` (a layer or model) -> LSTM."""
     L = keras.layers
 
     class Conditioned(L.Layer):
@@ -287,7 +293,17 @@ def conditioned_on_two_masked_inputs(keras):
     tokens = [L.Input(shape=(STEPS,), dtype="int32") for _ in range(2)]
     conditioned = Conditioned(name="conditioned")(
         [L.Embedding(VOCABULARY, 3, mask_zero=True)(each) for each in tokens])
+    if between is not None:
+        conditioned = between(conditioned)
     return keras.models.Model(tokens, L.LSTM(2)(conditioned))
+
+
+def model_on_two_masked_inputs(keras):
+    """The same with a model called on the conditioned output:
+    Model(Input, Dense(3))."""
+    features = keras.layers.Input(shape=(STEPS, 3))
+    inner = keras.models.Model(features, keras.layers.Dense(3)(features))
+    return conditioned_on_two_masked_inputs(keras, between=inner)
 
 
 def attend_class(keras):
@@ -498,6 +514,8 @@ MODELS = [
      "the Sequential clone's Lambda has no mask, its nested model is trainable"),
     (frozen_model_in_a_wrapper, FROZEN_WRAPPED, "the clone's wrapped model is trainable"),
     (conditioned_on_two_masked_inputs, SURPLUS_MASKS, "more masks than outputs raise"),
+    (model_on_two_masked_inputs, MODEL_ON_SURPLUS_MASKS,
+     "a model on more masks than outputs computes otherwise"),
     (calls_in_a_cycle, CALLS_OUT_OF_ORDER, "from_config makes a layer's calls out of order"),
     (argument_made_after_its_call, ARGUMENT_MADE_LATER,
      "the call comes before its keyword argument is made"),

@@ -21,8 +21,7 @@ On the patched releases that have the bug, the config routes of a model
 with a tensor keyword argument raise the fix's one-line refusal
 (random_models.REFUSED), and the routes the fix does not make right are
 skipped, each with its reason (random_models.SKIPPED): a Lambda's mask in a
-config or file (LEFT_AS_THE_RELEASE_HAS_IT), and what this search found
-wrong with the fix (FOUND_NOT_FIXED).
+config or file (LEFT_AS_THE_RELEASE_HAS_IT).
 
 Unpatched, on keras, each model's first clone either predicts the same too,
 or fails as the bug does: the clone raises (a multi-output layer the release

@@ -334,6 +334,32 @@ def test_mask_already_computed_kept(fixed, kept):
     assert [output._keras_mask for output in not_yet] == ["c", "d"]
 
 
+MASK = object()  # a mask tensor: graph tensors are not iterable
+
+
+@pytest.mark.parametrize("computed, count, unfixed, fixed", [
+    (["a", "b"], None, ["a", "b"], "a"),     # a lone output of two masked inputs: the first
+    (MASK, 2, TypeError, [MASK, "unset"]),   # one mask for two outputs: the first output's
+    (["a", "b"], 2, ["a", "b"], ["a", "b"]),
+    (None, 2, [None, None], [None, None]),
+])
+def test_masks_paired_with_outputs(computed, count, unfixed, fixed):
+    """Paired as TensorFlow 1.14 pairs flat outputs with flat masks."""
+    def masks(set_mask_metadata):
+        outputs = Masked() if count is None else [Masked() for _ in range(count)]
+        set_mask_metadata(Layer(computed), None, outputs, "m")
+        if count is None:
+            return outputs._keras_mask
+        return [getattr(output, "_keras_mask", "unset") for output in outputs]
+    if unfixed is TypeError:
+        with pytest.raises(TypeError):
+            masks(set_mask_metadata_like_tf_keras_1_11)
+    else:
+        assert masks(set_mask_metadata_like_tf_keras_1_11) == unfixed
+    assert masks(build_fixed(set_mask_metadata_like_tf_keras_1_11,
+                             ["MasksPairedWithOutputs"])) == fixed
+
+
 # How the source is read (the lines from the code's first line to the last
 # its line table names, then line by line until they parse), and what the
 # check that it is the running code refuses.
