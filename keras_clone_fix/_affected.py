@@ -23,7 +23,8 @@ RELEASES = {
          "masks written into the original; recorded masks passed back (to 2.0.2); "
          "the original's tensors in call arguments; keyword tensors made after their "
          "call; masked tensors refused by a model; frozen models unfrozen when loaded "
-         "(a frozen model's config without trainable); tensor arguments left out of a "
+         "(a frozen model's config without trainable); a Lambda's mask lost when loaded (a "
+         "Lambda's mask left out of a model's config); tensor arguments left out of a "
          "model's config (refused); layers making only keyword tensors left out of the "
          "model (from 2.0.4)"),
         ((2, 0, 7), (2, 2, 5), True,
@@ -35,7 +36,8 @@ RELEASES = {
          "(to 2.2.2); a Lambda's mask lost in clones; frozen nested models unfrozen in "
          "clones; clones on input_tensors that do not reload; layer calls reordered by "
          "from_config; frozen models unfrozen when loaded (a frozen model's config without "
-         "trainable); tensor arguments left out of a model's config (refused); nested models' "
+         "trainable); a Lambda's mask lost when loaded (a Lambda's mask left out of a model's "
+         "config); tensor arguments left out of a model's config (refused); nested models' "
          "tensor arguments lost in clones; layers making only keyword tensors left out of the "
          "model"),
         ((2, 2, 5), (2, 4, 0), True,
@@ -46,7 +48,8 @@ RELEASES = {
          "initial_state or constants passed twice; a Lambda's mask lost in clones; "
          "frozen nested models unfrozen in clones; clones on input_tensors that do not "
          "reload; frozen models unfrozen when loaded (a frozen model's config without "
-         "trainable); tensor arguments left out of a model's config (refused); nested models' "
+         "trainable); a Lambda's mask lost when loaded (a Lambda's mask left out of a model's "
+         "config); tensor arguments left out of a model's config (refused); nested models' "
          "tensor arguments lost in clones; layers making only keyword tensors left out of the "
          "model"),
         ((2, 4, 0), (2, 5, 0), False,
@@ -79,9 +82,10 @@ RELEASES = {
          "(to 1.13); "
          "frozen nested models unfrozen in clones (to 1.13); clones on input_tensors "
          "that do not reload; layer calls reordered by from_config; frozen models unfrozen "
-         "when loaded (to 1.13; a frozen model's config without trainable); tensor arguments "
-         "left out of a model's config (refused); nested models' tensor arguments lost in "
-         "clones; layers making only keyword tensors left out of the model"),
+         "when loaded (to 1.13; a frozen model's config without trainable); a Lambda's mask "
+         "lost when loaded (to 1.13; a Lambda's mask left out of a model's config); tensor "
+         "arguments left out of a model's config (refused); nested models' tensor arguments "
+         "lost in clones; layers making only keyword tensors left out of the model"),
         ((1, 15, 0), (2, 0, 0), True,
          "tf.keras's clone_model and from_config (load_model): the original's tensors in "
          "call arguments; clones on input_tensors that do not reload; layer calls "
@@ -139,6 +143,8 @@ RULE_RISKS = {
     "InputLayerPassesMask": (NESTED_MASKED,),
     "MaskAlreadyComputedKept": (NESTED_OUTPUT_MASKS,),
     "LambdaMaskKept": (LAMBDA_MASK,),
+    "LambdaMaskWritten": (LAMBDA_MASK,),
+    "LambdaMaskRead": (LAMBDA_MASK,),
     "TrainableKept": (FROZEN_NESTED,),
     "TrainableWrittenInConfig": (FROZEN_NESTED,),
     "TrainableReadFromConfig": (FROZEN_NESTED,),
@@ -168,6 +174,8 @@ RULE_WORDS = {
     "InputLayerPassesMask": "masked tensors refused by a model",
     "MaskAlreadyComputedKept": "a called model's output masks lost",
     "LambdaMaskKept": "a Lambda's mask lost in clones",
+    "LambdaMaskWritten": "a Lambda's mask left out of a model's config",
+    "LambdaMaskRead": "a Lambda's mask lost when loaded",
     "TrainableKept": "frozen nested models unfrozen in clones",
     "GivenInputLayersKept": "clones on input_tensors that do not reload",
     "GivenInputLayersTaken": "clones that ignore the given input_tensors",
@@ -313,34 +321,42 @@ TARGETS = (
            "calling a model on new tensors; from 2.2.3 InputLayer supports masking itself",
            more_risks=(SURPLUS_MASKS,)),
     Target("keras", "keras.engine.topology", "Container.from_config", (2, 0, 0), (2, 0, 7),
-           ("TrainableReadFromConfig",),
+           ("LambdaMaskRead", "TrainableReadFromConfig"),
            "a model made from its config (loading, and every nested model of a clone): a frozen "
            "model comes back trainable"),
     Target("keras", "keras.engine.topology", "Container.from_config", (2, 0, 7), (2, 2, 0),
-           ("LayerCallsKeptInOrder", "TrainableReadFromConfig"),
+           ("LayerCallsKeptInOrder", "LambdaMaskRead", "TrainableReadFromConfig"),
            "a model made from its config (loading, and every nested model of a clone): a layer's "
            "calls made out of order where one waits for another's (keras-team/keras#11159; "
            "before 2.0.7 such a call raises instead), and a frozen model comes back trainable"),
     Target("keras", "keras.engine.network", "Network.from_config", (2, 2, 0), (2, 2, 5),
-           ("LayerCallsKeptInOrder", "TrainableReadFromConfig"),
+           ("LayerCallsKeptInOrder", "LambdaMaskRead", "TrainableReadFromConfig"),
            "the same routine in Network; 2.2.5 keeps the order"),
     Target("keras", "keras.engine.network", "Network.from_config", (2, 2, 5), (2, 4, 0),
-           ("TrainableReadFromConfig",), "the same; a frozen model comes back trainable"),
+           ("LambdaMaskRead", "TrainableReadFromConfig"),
+           "the same; a frozen model comes back trainable"),
     Target("keras", "keras.engine.topology", "Container.get_config", (2, 0, 0), (2, 2, 0),
-           ("TrainableWrittenInConfig", "TensorArgumentsRefused"),
+           ("TrainableWrittenInConfig", "LambdaMaskWritten", "TensorArgumentsRefused"),
            "a model's config (what a file saves, what loading and a clone's nested models are "
-           "made from) has no trainable, and leaves a call's tensor arguments out"),
+           "made from) has no trainable and no Lambda's mask, and leaves a call's tensor "
+           "arguments out"),
     Target("keras", "keras.engine.network", "Network.get_config", (2, 2, 0), (2, 4, 0),
-           ("TrainableWrittenInConfig", "TensorArgumentsRefused"), "the same routine in Network"),
+           ("TrainableWrittenInConfig", "LambdaMaskWritten", "TensorArgumentsRefused"),
+           "the same routine in Network"),
     Target("keras", "keras.models", "Sequential.get_config", (2, 0, 0), (2, 2, 0),
-           ("TrainableWrittenInConfig",),
+           ("TrainableWrittenInConfig", "LambdaMaskWritten"),
            "a Sequential model's config: the list of its layers' configs, which leave a frozen "
            "Sequential model's layers trainable (its flag does not set theirs): nested in "
            "another, it comes back trainable from a config or file"),
     Target("keras", "keras.engine.sequential", "Sequential.get_config", (2, 2, 0), (2, 4, 0),
-           ("TrainableWrittenInConfig",),
+           ("TrainableWrittenInConfig", "LambdaMaskWritten"),
            "the same routine, moved to keras.engine.sequential in 2.2 (a dict of its name and "
            "its layers' configs from 2.2.3)"),
+    Target("keras", "keras.models", "Sequential.from_config", (2, 0, 0), (2, 2, 0),
+           ("LambdaMaskRead",),
+           "a Sequential model made from its config: its Lambdas made without their masks"),
+    Target("keras", "keras.engine.sequential", "Sequential.from_config", (2, 2, 0), (2, 4, 0),
+           ("LambdaMaskRead",), "the same routine, moved to keras.engine.sequential in 2.2"),
     # tf.keras: the same routines, moved from module to module by TensorFlow.
     Target("tensorflow", "tensorflow.python.keras._impl.keras.models", "_clone_functional_model",
            (1, 4, 0), (1, 9, 0), CLONE_RULES,
@@ -434,16 +450,17 @@ TARGETS = (
            "Bidirectional gets its initial_state twice"),
     Target("tensorflow", "tensorflow.python.keras._impl.keras.engine.topology",
            "Network.from_config", (1, 4, 0), (1, 7, 0),
-           ("LayerCallsKeptInOrder", "TrainableReadFromConfig"),
+           ("LayerCallsKeptInOrder", "LambdaMaskRead", "TrainableReadFromConfig"),
            "a model made from its config (loading, and every nested model of a clone): a layer's "
            "calls made out of order where one waits for another's (keras-team/keras#11159), "
            "and a frozen model comes back trainable"),
     Target("tensorflow", "tensorflow.python.keras._impl.keras.engine.network",
            "Network.from_config", (1, 7, 0), (1, 9, 0),
-           ("LayerCallsKeptInOrder", "TrainableReadFromConfig"),
+           ("LayerCallsKeptInOrder", "LambdaMaskRead", "TrainableReadFromConfig"),
            "the same routine, moved to tf.keras's Network in 1.7"),
     Target("tensorflow", "tensorflow.python.keras.engine.network", "Network.from_config",
-           (1, 9, 0), (1, 14, 0), ("LayerCallsKeptInOrder", "TrainableReadFromConfig"),
+           (1, 9, 0), (1, 14, 0),
+           ("LayerCallsKeptInOrder", "LambdaMaskRead", "TrainableReadFromConfig"),
            "the same, out of _impl in 1.9"),
     Target("tensorflow", "tensorflow.python.keras.engine.network", "Network.from_config",
            (1, 14, 0), (2, 0, 0), ("LayerCallsKeptInOrder",),
@@ -473,31 +490,43 @@ TARGETS = (
            "the order"),
     Target("tensorflow", "tensorflow.python.keras._impl.keras.engine.topology",
            "Network.get_config", (1, 4, 0), (1, 7, 0),
-           ("TrainableWrittenInConfig", "TensorArgumentsRefused"),
+           ("TrainableWrittenInConfig", "LambdaMaskWritten", "TensorArgumentsRefused"),
            "a model's config (what a file saves, what loading and a clone's nested models are "
-           "made from) has no trainable, and leaves a call's tensor arguments out"),
+           "made from) has no trainable and no Lambda's mask, and leaves a call's tensor "
+           "arguments out"),
     Target("tensorflow", "tensorflow.python.keras._impl.keras.engine.network",
            "Network.get_config", (1, 7, 0), (1, 9, 0),
-           ("TrainableWrittenInConfig", "TensorArgumentsRefused"),
+           ("TrainableWrittenInConfig", "LambdaMaskWritten", "TensorArgumentsRefused"),
            "the same routine, moved to tf.keras's Network in 1.7"),
     Target("tensorflow", "tensorflow.python.keras.engine.network", "Network.get_config",
-           (1, 9, 0), (1, 14, 0), ("TrainableWrittenInConfig", "TensorArgumentsRefused"),
+           (1, 9, 0), (1, 14, 0),
+           ("TrainableWrittenInConfig", "LambdaMaskWritten", "TensorArgumentsRefused"),
            "the same, out of _impl in 1.9"),
     Target("tensorflow", "tensorflow.python.keras.engine.network", "Network.get_config",
            (1, 14, 0), (1, 15, 0), ("TensorArgumentsRefused",),
            "the same; 1.14's layers carry a frozen model's flag in their configs, and 1.15 "
            "writes a tensor argument as [layer name, node index, tensor index]"),
     Target("tensorflow", "tensorflow.python.keras._impl.keras.models", "Sequential.get_config",
-           (1, 4, 0), (1, 7, 0), ("TrainableWrittenInConfig",),
+           (1, 4, 0), (1, 7, 0), ("TrainableWrittenInConfig", "LambdaMaskWritten"),
            "tf.keras's Sequential config: the list of its layers' configs, which leave a frozen "
            "Sequential model's layers trainable: nested in another, it comes back trainable from "
            "a config or file (1.14's trainable setter sets its layers' flags)"),
     Target("tensorflow", "tensorflow.python.keras._impl.keras.engine.sequential",
-           "Sequential.get_config", (1, 7, 0), (1, 9, 0), ("TrainableWrittenInConfig",),
+           "Sequential.get_config", (1, 7, 0), (1, 9, 0),
+           ("TrainableWrittenInConfig", "LambdaMaskWritten"),
            "the same routine, moved to tf.keras's engine in 1.7"),
     Target("tensorflow", "tensorflow.python.keras.engine.sequential", "Sequential.get_config",
-           (1, 9, 0), (1, 14, 0), ("TrainableWrittenInConfig",),
+           (1, 9, 0), (1, 14, 0), ("TrainableWrittenInConfig", "LambdaMaskWritten"),
            "the same, out of _impl in 1.9 (a dict of its name and its layers' configs from 1.11)"),
+    Target("tensorflow", "tensorflow.python.keras._impl.keras.models", "Sequential.from_config",
+           (1, 4, 0), (1, 7, 0), ("LambdaMaskRead",),
+           "a Sequential model made from its config: its Lambdas made without their masks (1.14 "
+           "writes a Lambda's mask into its config)"),
+    Target("tensorflow", "tensorflow.python.keras._impl.keras.engine.sequential",
+           "Sequential.from_config", (1, 7, 0), (1, 9, 0), ("LambdaMaskRead",),
+           "the same routine, moved to tf.keras's engine in 1.7"),
+    Target("tensorflow", "tensorflow.python.keras.engine.sequential", "Sequential.from_config",
+           (1, 9, 0), (1, 14, 0), ("LambdaMaskRead",), "the same, out of _impl in 1.9"),
     Target("tensorflow", "tensorflow.python.keras.engine.base_layer", "Layer._set_mask_metadata",
            (1, 10, 0), (1, 11, 0), ("MasksPairedWithOutputs",),
            "Layer.__call__'s mask bookkeeping: masks given to the outputs by their structure, "

@@ -7,7 +7,8 @@ import ast
 from keras_clone_fix._rewrite import (
     Rule, call_node, helper_name, is_attribute, located, name_of, unlocated_copy)
 from keras_clone_fix._runtime import (
-    layer_calls_in_order, tensor_arguments_refused, trainable_read, trainable_written)
+    lambda_mask_read, lambda_masks_written, layer_calls_in_order, tensor_arguments_refused,
+    trainable_read, trainable_written)
 
 
 class _ModelReturned(Rule):
@@ -58,9 +59,66 @@ class TrainableWrittenInConfig(_ModelReturned):
     given = "self"
 
     def returns(self, value):
-        if isinstance(value, ast.Call) and is_attribute(value.func, "copy", "deepcopy"):
-            value = value.args[0] if len(value.args) == 1 else None
-        return name_of(value) == "config"
+        return _is_models_config(value)
+
+
+def _is_models_config(value):
+    """`config` or `copy.deepcopy(config)`, what a model's get_config returns."""
+    if isinstance(value, ast.Call) and is_attribute(value.func, "copy", "deepcopy"):
+        value = value.args[0] if len(value.args) == 1 else None
+    return name_of(value) == "config"
+
+
+class LambdaMaskWritten(_ModelReturned):
+    """A model's `get_config`, after TrainableWrittenInConfig: `return
+    trainable_written(self, <config>)` -> `return lambda_masks_written(self,
+    trainable_written(self, <config>))`.
+
+    `Lambda.get_config` leaves out the `mask` of `Lambda(fn, mask=...)` on
+    Keras 2.0.0 - 2.3.1 and tf.keras of TensorFlow 1.4 - 1.13: the model
+    made from its config, its JSON or its file computed without it, and the
+    layers after the Lambda counted the padding. The model's config writes
+    each Lambda's mask function beside the Lambda's config, in a key the
+    releases' `from_config` does not read: such a file loads as before where
+    the fix is not installed. LambdaMaskRead reads it back. TensorFlow 1.14
+    writes the mask into the Lambda's own config (keys its earlier releases
+    refuse).
+    """
+
+    helpers = (lambda_masks_written,)
+    given = "self"
+
+    def returns(self, value):
+        return (isinstance(value, ast.Call) and name_of(value.func) == helper_name(
+            trainable_written).id and _is_models_config(value.args[-1]))
+
+
+class LambdaMaskRead(Rule):
+    """A model's `from_config` (a Sequential's too): `layer =
+    deserialize(<entry>, custom_objects=...)` -> `layer =
+    lambda_mask_read(<entry>, deserialize(...), <custom_objects>)`.
+
+    The layer made from its entry of the config gets the mask function that
+    LambdaMaskWritten wrote there before the model calls it.
+    """
+
+    helpers = (lambda_mask_read,)
+
+    def visit_Assign(self, node):
+        value = node.value
+        if (name_of(node.targets[0]) == "layer" and isinstance(value, ast.Call) and value.args
+                and _deserializes(value.func)):
+            given = [unlocated_copy(keyword.value) for keyword in value.keywords
+                     if keyword.arg == "custom_objects"]
+            node.value = located(call_node(helper_name(lambda_mask_read),
+                                           unlocated_copy(value.args[0]), value, *given), value)
+            return self.rewritten(node)
+        return node
+
+
+def _deserializes(function):
+    return name_of(function) == "deserialize_layer" or (
+        isinstance(function, ast.Attribute) and function.attr == "deserialize")
 
 
 class TrainableReadFromConfig(_ModelReturned):

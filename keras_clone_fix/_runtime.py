@@ -4,6 +4,8 @@ cannot fix. Imported by both the build (_build and the rules) and the warm path 
 and importing neither: no module of the package imports one that imports it.
 """
 
+from copy import copy as shallow_copy
+
 
 class UnsupportedFunction(Exception):
     """The installed function is not one the rules know how to correct."""
@@ -244,6 +246,53 @@ def lambda_mask_kept(layer, new_layer):
             copy.mask = mask
             copy.supports_masking = True
     return new_layer
+
+
+# Where a Lambda's mask function is written in a model's config: in the
+# layer's entry beside its config, a key the releases' from_config ignores.
+LAMBDA_MASK_KEY = "lambda_mask"
+# What of a Lambda's config says its function (TensorFlow 1.x adds its module).
+FUNCTION_KEYS = ("function", "function_type", "module")
+
+
+def _layer_entries(config):
+    """The entries of the layers a model's config lists (a Sequential's
+    config is that list itself before keras 2.2.3 and TensorFlow 1.11)."""
+    entries = config if isinstance(config, list) else (
+        config.get("layers") if isinstance(config, dict) else None)
+    return [entry for entry in entries or () if isinstance(entry, dict)]
+
+
+def lambda_masks_written(model, config):
+    """A model's config (a copy) with the mask function of each Lambda of the
+    model written in its entry (LAMBDA_MASK_KEY), as Lambda.get_config
+    writes its function: Keras 2.x and tf.keras before TensorFlow 1.14 leave
+    the mask out of a Lambda's config, and a model made from the config
+    computed without it. The releases' from_config ignores the key: a file
+    saved with the fix loads as before where the fix is not installed."""
+    masked = dict((layer.name, layer) for layer in model.layers
+                  if is_lambda(layer) and callable(getattr(layer, "mask", None)))
+    for entry in _layer_entries(config) if masked else ():
+        name = entry.get("name", (entry.get("config") or {}).get("name"))
+        if name in masked:
+            mask_as_function = shallow_copy(masked[name])  # shallow: no new layer, no name taken
+            mask_as_function.function = masked[name].mask
+            written = mask_as_function.get_config()
+            entry[LAMBDA_MASK_KEY] = dict((key, written[key]) for key in FUNCTION_KEYS
+                                          if key in written)
+    return config
+
+
+def lambda_mask_read(entry, layer, custom_objects=None):
+    """`layer`, made from its entry of a model's config, with the mask
+    function lambda_masks_written wrote there, read as Lambda.from_config
+    reads its function (set as `Lambda.__init__` sets a mask)."""
+    written = entry.get(LAMBDA_MASK_KEY) if isinstance(entry, dict) else None
+    if written and is_lambda(layer) and getattr(layer, "mask", None) is None:
+        read = type(layer).from_config(dict(layer.get_config(), **written), custom_objects)
+        layer.mask = read.function
+        layer.supports_masking = True
+    return layer
 
 
 def trainable_kept(layer, new_layer):
@@ -503,4 +552,5 @@ HELPERS = dict((helper.__name__, helper) for helper in (
     trainable_kept, trainable_written, trainable_read, given_input_layer,
     given_input_layers_mapped, layer_calls_in_order, nodes_by_depth_in_call_order, computes_masks,
     propagated_mask_popped, tensor_arguments_refused, argument_tensors_to_walk,
-    walked_argument_makers_placed, cloned_where_config_refused, masks_paired))
+    walked_argument_makers_placed, cloned_where_config_refused, masks_paired,
+    lambda_masks_written, lambda_mask_read))

@@ -74,7 +74,8 @@ def keras_behaviour(keras):
     time, and not run: this is about which code runs, cheaply. (Before
     2.0.7, which cannot build that model, a shared model is run instead.)
     And whether a frozen model's config says so (get_config), is read back
-    (from_config) and a Sequential clone keeps a Lambda's mask."""
+    (from_config), a Sequential model's Lambda's mask is read back from its
+    config and a Sequential clone keeps a Lambda's mask."""
     import models
     backend = keras.backend
     if hasattr(backend, "clear_session"):  # Theano has none
@@ -85,6 +86,7 @@ def keras_behaviour(keras):
         return {"clone": None, "call": shared_model_called_twice(keras),
                 "from_config": frozen_read(keras), "get_config": tensor_argument_refused(keras),
                 "sequential_config": frozen_sequential_written(keras),
+                "sequential_from_config": lambda_mask_read(keras),
                 "sequential_clone": None, "walk": argument_maker_walked(keras)}
     x = models.tokens()
     model = keras.models.Model(x, models.SplitOutputs(2)(models.embedded(x)))
@@ -94,6 +96,7 @@ def keras_behaviour(keras):
             "call": attempt(lambda: keras.models.Model(new_input, model(new_input))),
             "from_config": from_config_behaviour(keras), "get_config": tensor_argument_refused(keras),
             "sequential_config": frozen_sequential_written(keras),
+            "sequential_from_config": lambda_mask_read(keras),
             "sequential_clone": sequential_clone_masked(keras),
             "walk": argument_maker_walked(keras)}
 
@@ -159,6 +162,20 @@ def frozen_sequential_written(keras):
     layers = config["layers"] if isinstance(config, dict) else config  # a list to 2.2.2 / 1.10
     return "ok" if all(layer["config"].get("trainable") is False for layer in layers) else (
         "not written")
+
+
+def lambda_mask_read(keras):
+    """"ok" where a Sequential model made from a config that holds its
+    Lambda's mask (written here by the fix's own helper, whatever
+    get_config's state) has a Lambda with a mask, else "no mask". Built, not run."""
+    from keras_clone_fix._runtime import lambda_masks_written
+    if hasattr(keras.backend, "clear_session"):
+        keras.backend.clear_session()
+    model = keras.models.Sequential([keras.layers.Lambda(
+        lambda x: x, mask=lambda x, mask: mask, input_shape=(3,))])
+    config = lambda_masks_written(model, model.get_config())
+    rebuilt = keras.models.Sequential.from_config(config)
+    return "ok" if rebuilt.layers[-1].mask is not None else "no mask"
 
 
 def frozen_read(keras):
@@ -243,7 +260,8 @@ def tf_keras_behaviour(tensorflow):
     encoder(keras.layers.Input(shape=(5,), dtype="int32"))
     return {"call": "ok" if lstm._inbound_nodes[0].arguments == recorded else "wrote into it",
             "from_config": from_config_behaviour(keras), "get_config": tensor_argument_refused(keras),
-            "sequential_config": frozen_sequential_written(keras)}
+            "sequential_config": frozen_sequential_written(keras),
+            "sequential_from_config": lambda_mask_read(keras)}
 
 
 BEHAVIOURS = {"keras": keras_behaviour, "tensorflow": tf_keras_behaviour}

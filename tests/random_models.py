@@ -29,7 +29,6 @@ predictions and the same masks.
 """
 
 import random
-import sys
 
 from custom_layers import STEPS, VOCABULARY, custom_layers
 
@@ -51,12 +50,6 @@ CONFIG_ROUTES = ("from_config", "model_from_json", "load_model")
 # tf.keras to 1.14), so the routes named here raise ArgumentNotInConfig.
 TENSOR_ARGUMENT_REFUSED = "a tensor keyword argument, which the release's model config cannot hold"
 REFUSED = {TENSOR_ARGUMENT_REFUSED: CONFIG_ROUTES}
-# What the fix leaves as the release has it (docs/how-it-works.md): the
-# routes named here are skipped on the patched releases that have it.
-LAMBDA_MASK_UNWRITTEN = ("a Lambda's mask on a masked tensor, which the release's Lambda config "
-                         "leaves out (not fixed: docs/how-it-works.md)")
-LEFT_AS_THE_RELEASE_HAS_IT = {LAMBDA_MASK_UNWRITTEN: CONFIG_ROUTES}
-SKIPPED = LEFT_AS_THE_RELEASE_HAS_IT
 
 # What the generator asks of a release (tests/models.py says where each
 # holds for multi-backend Keras); tf.keras of TensorFlow 1.12+ and tf_keras
@@ -68,9 +61,7 @@ UNPATCHED_FLAGS = ("INPUT_REFUSES_MASK", "LAMBDA_BROKEN", "MASKING_BROKEN", "NES
 
 
 class Release(object):
-    """The flags of FLAGS and UNPATCHED_FLAGS for `keras`'s release, and
-    LAMBDA_MASK_IN_CONFIG: Lambda.get_config writes `mask` from TensorFlow
-    1.14 and in tf_keras, not in keras 2.x."""
+    """The flags of FLAGS and UNPATCHED_FLAGS for `keras`'s release."""
 
     def __init__(self, keras):
         if keras.__name__ == "keras":
@@ -80,9 +71,6 @@ class Release(object):
         else:
             for name in FLAGS + UNPATCHED_FLAGS:
                 setattr(self, name, name in FLAGS)
-        self.LAMBDA_MASK_IN_CONFIG = keras.__name__ == "tf_keras" or (
-            keras.__name__.startswith("tensorflow") and tuple(int(part) for part in sys.modules[
-                "tensorflow"].__version__.split(".")[:2]) >= (1, 14))
         # A layer of several outputs may compute one mask (not a list) for
         # them: keras; tf.keras 1.13 refuses it (Layer._set_mask_metadata
         # iterates the mask), and tf_keras draws what tf.keras does.
@@ -118,7 +106,7 @@ class RandomModel(object):
         self.keras, self.L, self.release = keras, keras.layers, Release(keras)
         self.custom_objects = dict(custom_layers(keras))
         self.features = set()        # what this model contains, for the report
-        self.limits = set()          # keys of SKIPPED and REFUSED it has
+        self.limits = set()          # keys of REFUSED it has
         self.upstream_errors = set()  # how the unpatched release may fail to clone it
         self.unpatched_may_differ = False  # its unpatched clone may predict otherwise
         # Its unpatched clone computes from the model's own inputs (a tensor
@@ -264,14 +252,9 @@ class RandomModel(object):
         if inputs:
             self.features.add("lambda with a mask")
             self.unpatched_may_differ |= inputs[0].masked
-            self._lambda_mask(inputs[0].masked)
             self._call(self.L.Lambda(lambda x: x * 2.0, mask=lambda x, mask: mask), inputs,
                        "pass")
             self.open[-1].unpatched_masked = False  # the unpatched clone's Lambda has no mask
-
-    def _lambda_mask(self, masked):
-        if masked and not self.release.LAMBDA_MASK_IN_CONFIG:
-            self.limits.add(LAMBDA_MASK_UNWRITTEN)
 
     def _linear(self):
         """Activation('linear'): returns its input tensor unchanged (issue 45 item 8)."""
@@ -568,7 +551,6 @@ class RandomModel(object):
             elif kind == "linear":
                 layers.append(L.Activation("linear"))
             elif kind == "lambda":
-                self._lambda_mask(mask_zero)
                 layers.append(L.Lambda(lambda x: x * 2.0, mask=lambda x, mask: mask))
             elif kind == "bidirectional":
                 layers.append(L.Bidirectional(L.SimpleRNN(3, return_sequences=True),

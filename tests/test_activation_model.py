@@ -180,10 +180,13 @@ class ActivationModel(RuleBasedStateMachine):
         ran = set()
         for family, behaviour in report["behaviour"].items():
             for action, routine in (("clone", "_clone_functional_model"),
-                                    ("call", "run_internal_graph"), ("from_config", "from_config"),
+                                    ("call", "run_internal_graph"),
+                                    ("from_config", ("Network.from_config",
+                                                     "Container.from_config")),
                                     ("get_config", ("Network.get_config",
                                                     "Container.get_config")),
                                     ("sequential_config", "Sequential.get_config"),
+                                    ("sequential_from_config", "Sequential.from_config"),
                                     ("sequential_clone", "_clone_sequential_model"),
                                     ("walk", WALKS)):
                 chains = [self.chains[name] for name in self.names([family])

@@ -59,13 +59,15 @@ CONTAINER = ["keras.engine.topology.Container.run_internal_graph",
              "keras.engine.topology.Container.get_config"]
 CLONES = ["keras.models._clone_functional_model", "keras.models._clone_sequential_model"]
 # A Sequential model's own get_config (a frozen one nested in another).
-CONTAINER_AND_SEQUENTIAL = CONTAINER + ["keras.models.Sequential.get_config"]
+CONTAINER_AND_SEQUENTIAL = CONTAINER + ["keras.models.Sequential.get_config",
+                                        "keras.models.Sequential.from_config"]
 # keras 2.0.4 - 2.1.6 walk the graph in Container.__init__ (decorated; 2.0.0 - 2.0.3 otherwise).
 CONTAINER_WALK = CONTAINER_AND_SEQUENTIAL + ["keras.engine.topology.Container.__init__"]
 NETWORK_2_2 = CLONES + ["keras.engine.network.Network.run_internal_graph",
                         "keras.engine.network.Network.from_config",
                         "keras.engine.network.Network.get_config",
                         "keras.engine.sequential.Sequential.get_config",
+                        "keras.engine.sequential.Sequential.from_config",
                         "keras.engine.network._map_graph_network"]
 
 
@@ -105,7 +107,8 @@ ARGUMENTS = "tensorflow.python.keras.engine.base_layer.Layer._set_connectivity_m
 IMPL = "tensorflow.python.keras._impl.keras."
 IMPL_CLONES = [IMPL + "models._clone_functional_model", IMPL + "models._clone_sequential_model"]
 SEQUENTIAL_CONFIG = "tensorflow.python.keras.engine.sequential.Sequential.get_config"
-CONFIG_1_9 = [CLONE, SEQUENTIAL, NETWORK, FROM_CONFIG, GET_CONFIG, SEQUENTIAL_CONFIG]
+CONFIG_1_9 = [CLONE, SEQUENTIAL, NETWORK, FROM_CONFIG, GET_CONFIG, SEQUENTIAL_CONFIG,
+              "tensorflow.python.keras.engine.sequential.Sequential.from_config"]
 WALK = "tensorflow.python.keras.engine.network._map_graph_network"
 
 
@@ -114,16 +117,19 @@ WALK = "tensorflow.python.keras.engine.network._map_graph_network"
                              IMPL + "engine.topology.Network.from_config",
                              IMPL + "engine.topology.Network.get_config",
                              IMPL + "models.Sequential.get_config",
+                             IMPL + "models.Sequential.from_config",
                              "tensorflow.python.layers.base.Network.__init__"]),
     ("1.5.1", IMPL_CLONES + ["tensorflow.python.layers.network.GraphNetwork._run_internal_graph",
                              IMPL + "engine.topology.Network.from_config",
                              IMPL + "engine.topology.Network.get_config",
                              IMPL + "models.Sequential.get_config",
+                             IMPL + "models.Sequential.from_config",
                              "tensorflow.python.layers.network.GraphNetwork.__init__"]),
     ("1.8.0", IMPL_CLONES + [IMPL + "engine.network.Network._run_internal_graph",
                              IMPL + "engine.network.Network.from_config",
                              IMPL + "engine.network.Network.get_config",
                              IMPL + "engine.sequential.Sequential.get_config",
+                             IMPL + "engine.sequential.Sequential.from_config",
                              IMPL + "engine.network._map_graph_network"]),
     ("1.10.1", CONFIG_1_9 + [MASKS, CALL, ARGUMENTS, WALK]),
     ("1.11.0", CONFIG_1_9 + [MASKS, SEQUENTIAL_MASKS, CALL, ARGUMENTS, WALK]),

@@ -340,6 +340,31 @@ def test_readme_release_table_agrees_with_the_version_guard():
     assert not wrong, "\n".join(wrong)
 
 
+PATCHED_ROW = re.compile(r"^\| `([\w.]+)` \| ([^|]+) \| ([\w, ]+) \|$", re.MULTILINE)
+
+
+def test_releases_page_lists_exactly_the_targets_table():
+    """releases.md's "What is patched, per release": a row for each row of
+    _affected.TARGETS (its target, first release and rules in order), whose
+    last release named is one of the row's [first, past)."""
+    from keras_clone_fix._affected import TARGETS
+    text = read(os.path.join(ROOT, "docs", "releases.md"))
+    section = text[text.index("## What is patched, per release"):]
+    section = section[:section.index("\n## ", 1)]
+    listed = []
+    for target, releases, rules in PATCHED_ROW.findall(section):
+        versions = [tuple(int(part or 0) for part in found)
+                    for found in VERSION_NAMED.findall(releases)]
+        listed.append((target, versions[0], versions[-1], rules.split(", ")))
+    table = [(target.module + "." + target.attribute, target.first, target.past,
+              list(target.rules)) for target in TARGETS]
+    assert [(name, first, rules) for name, first, _, rules in listed] == [
+        (name, first, rules) for name, first, _, rules in table]
+    wrong = [(name, last) for (name, _, last, _), (_, first, past, _) in zip(listed, table)
+             if not first <= last < (past or (99,))]
+    assert not wrong, wrong
+
+
 def rules_applied(family, first, past):
     """The rules TARGETS applies somewhere in a family's releases [first, past)."""
     from keras_clone_fix._affected import TARGETS

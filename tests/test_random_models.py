@@ -19,9 +19,7 @@ replicas on the CPU (every fourth seed relocated) predict the same too
 (keras), and the model is left as it was (its layers' call arguments).
 On the patched releases that have the bug, the config routes of a model
 with a tensor keyword argument raise the fix's one-line refusal
-(random_models.REFUSED), and the routes the fix does not make right are
-skipped, each with its reason (random_models.SKIPPED): a Lambda's mask in a
-config or file (LEFT_AS_THE_RELEASE_HAS_IT).
+(random_models.REFUSED).
 
 Unpatched, on keras, each model's first clone either predicts the same too,
 or fails as the bug does: the clone raises (a multi-output layer the release
@@ -78,7 +76,7 @@ import numpy  # noqa: E402 (only where a family is, after the skip)
 
 from keras_clone_fix import _check  # noqa: E402
 from keras_clone_fix._runtime import ArgumentNotInConfig  # noqa: E402
-from random_models import REFUSED, ROUTES, SKIPPED, STEPS, RandomModel  # noqa: E402
+from random_models import REFUSED, ROUTES, STEPS, RandomModel  # noqa: E402
 
 SHAPES = collections.Counter()  # feature -> models; read by conftest
 BATCH = 4
@@ -122,16 +120,16 @@ def test_random_model(family, seed, two_gpus_where_any, tmp_path):
         if generated.flat is not None:
             assert_like_flat_twin(keras, generated, data)
         arguments = _check.snapshot_arguments(keras, model)
-        skipped, refused = (set(route for key in generated.limits if patched
-                                for route in table.get(key, ())) for table in (SKIPPED, REFUSED))
+        refused = set(route for key in generated.limits if patched
+                      for route in REFUSED.get(key, ()))
         for route, rebuild in rebuilds(keras, generated, data, seed, str(tmp_path)):
             if route in refused:
                 with pytest.raises(ArgumentNotInConfig):
                     rebuild()
-            elif route not in skipped:
+            else:
                 rebuild()
         assert _check.changed_arguments(arguments) == []
-        if two_gpus_where_any and "multi_gpu_model" not in skipped:
+        if two_gpus_where_any:
             assert_multi_gpu_model_predicts_like(keras, model, data, relocated=seed % 4 == 3)
 
         # Last: an unpatched clone may write its masks into the model.
@@ -140,11 +138,6 @@ def test_random_model(family, seed, two_gpus_where_any, tmp_path):
     upstream = ("broken upstream" if generated.upstream_errors else "upstream clone misses inputs"
                 if generated.unpatched_misses_inputs else "clean upstream")
     SHAPES.update(generated.features | {"models", upstream})
-    if skipped:
-        SHAPES.update("routes skipped: " + key for key in generated.limits if key in SKIPPED)
-        pytest.skip("not compared: {} ({}); every other check passed".format(
-            ", ".join(route for route in ROUTES + ("multi_gpu_model",) if route in skipped),
-            "; ".join(sorted(key for key in generated.limits if key in SKIPPED))))
 
 
 def rebuilds(keras, generated, data, seed, directory):
