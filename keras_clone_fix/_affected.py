@@ -76,8 +76,8 @@ RELEASES = {
          "arguments; keyword tensors made after their call; initial_state or constants "
          "passed twice; masked tensors refused by a model (to 1.12); a called model's "
          "output masks lost (1.11 - 1.13); masks dropped inside a nested Sequential (1.11 - "
-         "1.13); masks lost by layers that return their input (1.10 - 1.13); a lone output "
-         "given a whole list of masks (1.10 - 1.13); an explicit "
+         "1.13); masks lost by layers that return their input (to 1.13); a lone output "
+         "given a whole list of masks (1.9 - 1.13); an explicit "
          "mask= replaced by the propagated one (from 1.10); a Lambda's mask lost in clones "
          "(to 1.13); "
          "frozen nested models unfrozen in clones (to 1.13); clones on input_tensors "
@@ -153,6 +153,7 @@ RULE_RISKS = {
     "LayerCallsKeptInOrder": (CALLS_OUT_OF_ORDER,),
     "OwnComputeMaskCounted": (MASK_FLAG_DENIED,),
     "MaskSetOnCopiedOutputs": (INPUT_RETURNED,),
+    "MaskOnCopiedOutputs": (INPUT_RETURNED,),
     "MasksPairedWithOutputs": (SURPLUS_MASKS,),
     "ExplicitMaskRecorded": (UNTAKEN_INPUT,),
     "TensorArgumentsRefused": (ARGUMENT_NOT_IN_CONFIG,),
@@ -182,6 +183,7 @@ RULE_WORDS = {
     "LayerCallsKeptInOrder": "layer calls reordered by from_config",
     "OwnComputeMaskCounted": "masks dropped inside a nested Sequential",
     "MaskSetOnCopiedOutputs": "masks lost by layers that return their input",
+    "MaskOnCopiedOutputs": "masks lost by layers that return their input",
     "MasksPairedWithOutputs": "a lone output given a whole list of masks",
     "ExplicitMaskRecorded": "an explicit mask= replaced by the propagated one",
     "TrainableWrittenInConfig": "a frozen model's config without trainable",
@@ -528,7 +530,7 @@ TARGETS = (
     Target("tensorflow", "tensorflow.python.keras.engine.sequential", "Sequential.from_config",
            (1, 9, 0), (1, 14, 0), ("LambdaMaskRead",), "the same, out of _impl in 1.9"),
     Target("tensorflow", "tensorflow.python.keras.engine.base_layer", "Layer._set_mask_metadata",
-           (1, 10, 0), (1, 11, 0), ("MasksPairedWithOutputs",),
+           (1, 9, 0), (1, 11, 0), ("MasksPairedWithOutputs",),
            "Layer.__call__'s mask bookkeeping: masks given to the outputs by their structure, "
            "a lone output taking a whole list of masks (1.14 pairs flat outputs with flat masks)"),
     Target("tensorflow", "tensorflow.python.keras.engine.base_layer", "Layer._set_mask_metadata",
@@ -540,8 +542,12 @@ TARGETS = (
            "a Sequential model computed layer by layer (nested, asked for its mask, built "
            "without an input shape) drops the mask of a Bidirectional, whose supports_masking "
            "Layer.__init__ resets; 1.14 computes it with Layer.__call__"),
+    Target("tensorflow", "tensorflow.python.layers.base", "Layer.__call__", (1, 4, 0), (1, 9, 0),
+           ("MaskOnCopiedOutputs",),
+           "tf.layers' Layer.__call__, which tf.keras's calls: it sets the output masks, then "
+           "copies an output that is an input without its mask"),
     Target("tensorflow", "tensorflow.python.keras.engine.base_layer", "Layer.__call__",
-           (1, 10, 0), (1, 14, 0), ("MaskSetOnCopiedOutputs",),
+           (1, 9, 0), (1, 14, 0), ("MaskSetOnCopiedOutputs",),
            "a layer call sets the output masks before it copies an output that is an input "
            "(Activation('linear'), GaussianNoise with training=False): the copy has no mask; "
            "1.14 sets them after"),

@@ -8,7 +8,8 @@ from keras_clone_fix._rewrite import (
     Rule, STATEMENT_LISTS, call_node, helper_name, is_attribute, located, name_of, nodes_in,
     unlocated_copy)
 from keras_clone_fix._runtime import (
-    computes_masks, keras_masks, mask_through_input_layer, masks_paired, one_mask_per_output,
+    computes_masks, keras_masks, mask_through_input_layer, masks_on_copies, masks_paired,
+    one_mask_per_output,
     propagated_mask_popped, recorded_output_masks, without_propagated_mask)
 
 
@@ -178,7 +179,7 @@ class MasksPairedWithOutputs(Rule):
     """In `Layer._set_mask_metadata`, `output_mask = self.compute_mask(...)`
     -> `output_mask = masks_paired(outputs, self.compute_mask(...))`.
 
-    tf.keras of TensorFlow 1.10 - 1.13 gives the masks to the outputs by the
+    tf.keras of TensorFlow 1.9 - 1.13 gives the masks to the outputs by the
     outputs' structure: a lone output takes whatever `compute_mask` returns,
     a list of masks too (one output from several masked inputs), and a list
     of outputs iterates a lone mask (`Tensor objects are only iterable`).
@@ -286,6 +287,38 @@ class MaskSetOnCopiedOutputs(Rule):
                 guarded = ast.If(test=unlocated_copy(statement.test), body=[setting], orelse=[])
                 statements.insert(index + 2, located(self.rewritten(guarded), setting))
             return
+
+
+class MaskOnCopiedOutputs(Rule):
+    """In tf.layers' `Layer.__call__`, after `if len(output_ls_copy) == 1:
+    outputs = ... else: outputs = ...`, adds `masks_on_copies(output_ls,
+    output_ls_copy)`.
+
+    TensorFlow 1.4 - 1.8 compute the masks in the body of `Layer.__call__`,
+    set them on the outputs, then copy each output that is one of the
+    layer's inputs (`Activation('linear')`, `GaussianNoise` with
+    `training=False`) with `array_ops.identity`: the copy the model holds
+    had no mask, so the model counted the padding while its nested copy did
+    not (1.4.1: 0.244, 1.5.1: 0.0376 apart). MaskSetOnCopiedOutputs answers
+    the same on 1.9 - 1.13, where the two steps are methods of their own.
+    """
+
+    helpers = (masks_on_copies,)
+
+    def visit_If(self, node):
+        self.generic_visit(node)
+        if _tests_one_copy(node.test):
+            return [node, located(self.rewritten(ast.Expr(value=call_node(
+                helper_name(masks_on_copies), ast.Name(id="output_ls", ctx=ast.Load()),
+                ast.Name(id="output_ls_copy", ctx=ast.Load())))), node)]
+        return node
+
+
+def _tests_one_copy(test):
+    """`len(output_ls_copy) == 1`."""
+    return (isinstance(test, ast.Compare) and isinstance(test.left, ast.Call)
+            and name_of(test.left.func) == "len" and len(test.left.args) == 1
+            and name_of(test.left.args[0]) == "output_ls_copy")
 
 
 class ExplicitMaskRecorded(Rule):

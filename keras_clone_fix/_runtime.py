@@ -83,6 +83,14 @@ def masks_paired(outputs, masks):
     return listed[0] if listed else None
 
 
+def masks_on_copies(returned, copies):
+    """Each copy `Layer.__call__` made of an output that is one of the
+    layer's inputs carries the mask it set on that output."""
+    for output, copy in zip(returned, copies):
+        if copy is not output and hasattr(output, "_keras_mask"):
+            copy._keras_mask = output._keras_mask
+
+
 def computes_masks(layer):
     """Whether a layer computes its output masks: its `supports_masking`
     says so, or its class has a compute_mask of its own (as tf_keras
@@ -553,4 +561,4 @@ HELPERS = dict((helper.__name__, helper) for helper in (
     given_input_layers_mapped, layer_calls_in_order, nodes_by_depth_in_call_order, computes_masks,
     propagated_mask_popped, tensor_arguments_refused, argument_tensors_to_walk,
     walked_argument_makers_placed, cloned_where_config_refused, masks_paired,
-    lambda_masks_written, lambda_mask_read))
+    lambda_masks_written, lambda_mask_read, masks_on_copies))

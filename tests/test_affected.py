@@ -110,6 +110,7 @@ SEQUENTIAL_CONFIG = "tensorflow.python.keras.engine.sequential.Sequential.get_co
 CONFIG_1_9 = [CLONE, SEQUENTIAL, NETWORK, FROM_CONFIG, GET_CONFIG, SEQUENTIAL_CONFIG,
               "tensorflow.python.keras.engine.sequential.Sequential.from_config"]
 WALK = "tensorflow.python.keras.engine.network._map_graph_network"
+LAYERS_CALL = "tensorflow.python.layers.base.Layer.__call__"  # tf.layers', to 1.8
 
 
 @pytest.mark.parametrize("version, patched", [
@@ -117,19 +118,19 @@ WALK = "tensorflow.python.keras.engine.network._map_graph_network"
                              IMPL + "engine.topology.Network.from_config",
                              IMPL + "engine.topology.Network.get_config",
                              IMPL + "models.Sequential.get_config",
-                             IMPL + "models.Sequential.from_config",
+                             IMPL + "models.Sequential.from_config", LAYERS_CALL,
                              "tensorflow.python.layers.base.Network.__init__"]),
     ("1.5.1", IMPL_CLONES + ["tensorflow.python.layers.network.GraphNetwork._run_internal_graph",
                              IMPL + "engine.topology.Network.from_config",
                              IMPL + "engine.topology.Network.get_config",
                              IMPL + "models.Sequential.get_config",
-                             IMPL + "models.Sequential.from_config",
+                             IMPL + "models.Sequential.from_config", LAYERS_CALL,
                              "tensorflow.python.layers.network.GraphNetwork.__init__"]),
     ("1.8.0", IMPL_CLONES + [IMPL + "engine.network.Network._run_internal_graph",
                              IMPL + "engine.network.Network.from_config",
                              IMPL + "engine.network.Network.get_config",
                              IMPL + "engine.sequential.Sequential.get_config",
-                             IMPL + "engine.sequential.Sequential.from_config",
+                             IMPL + "engine.sequential.Sequential.from_config", LAYERS_CALL,
                              IMPL + "engine.network._map_graph_network"]),
     ("1.10.1", CONFIG_1_9 + [MASKS, CALL, ARGUMENTS, WALK]),
     ("1.11.0", CONFIG_1_9 + [MASKS, SEQUENTIAL_MASKS, CALL, ARGUMENTS, WALK]),

@@ -82,7 +82,7 @@ GIVEN_INPUTS = "clone on given input tensors"
 # A frozen model in a wrapper stays frozen where wrapping keeps its flag.
 FROZEN_WRAPPED = "frozen model in a wrapper"
 # SURPLUS_MASKS, then a model called on that output: keras as SURPLUS_MASKS;
-# tf.keras 1.10 - 1.13 gave the output the list of masks (with
+# tf.keras 1.9 - 1.13 gave the output the list of masks (with
 # MaskSetOnCopiedOutputs), which the model took as its input's mask.
 MODEL_ON_SURPLUS_MASKS = "a model on an output of more masks"
 
@@ -114,7 +114,7 @@ def _families():
             # 1.15's depths count keyword arguments (measured: its clone of
             # argument_made_after_its_call is wrong for the keyword tensor
             # passed back as it was only, which the clone's rules answer).
-            # Measured: 1.10 - 1.14 drop a mask= from the recorded call, and 1.10 -
+            # Measured: 1.10 - 1.14 drop a mask= from the recorded call, and 1.4 -
             # 1.13 copy an input returned as output without its mask. (1.11 -
             # 1.13 compute a nested Sequential without a Bidirectional's mask:
             # unpatched, 1.11 - 1.12 refuse the model, and 1.13's model loses the
@@ -128,8 +128,9 @@ def _families():
                               {LAMBDA_MASK, FROZEN_NESTED}
                               if version < (1, 14) else set()) | (
                               {UNTAKEN_INPUT} if (1, 10) <= version < (1, 15) else set()) | (
-                              {INPUT_RETURNED, MODEL_ON_SURPLUS_MASKS}
-                              if (1, 10) <= version < (1, 14) else set()) | (
+                              {MODEL_ON_SURPLUS_MASKS} if (1, 10) <= version < (1, 14)
+                              else set()) | (
+                              {INPUT_RETURNED} if version < (1, 14) else set()) | (
                               {FROZEN_WRAPPED} if version < (1, 7) else set()),
                           True))
     if installed("tf_keras"):
@@ -489,12 +490,8 @@ def bidirectional_in_a_sequential_model(keras):
 
 def input_returned_unchanged(keras):
     """Embedding(mask_zero) -> Activation('linear') -> LSTM: the activation
-    returns its input tensor, which tf.keras 1.10 - 1.13 copy after setting
+    returns its input tensor, which tf.keras 1.4 - 1.13 copy after setting
     the masks."""
-    if keras.__name__.startswith("tensorflow") and version_of(
-            importlib.import_module("tensorflow")) < (1, 10, 0):
-        pytest.skip("tf.keras 1.4 - 1.9 are not patched for it: its nested copy predicts "
-                    "otherwise with the fix too (1.4.1: 0.244, 1.5.1: 0.0376 off)")
     L = keras.layers
     tokens = L.Input(shape=(STEPS,), dtype="int32")
     embedded = L.Embedding(VOCABULARY, 3, mask_zero=True)(tokens)
