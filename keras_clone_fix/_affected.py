@@ -26,7 +26,7 @@ RELEASES = {
          "(a frozen model's config without trainable); a Lambda's mask lost when loaded (a "
          "Lambda's mask left out of a model's config); tensor arguments left out of a "
          "model's config (refused); layers making only keyword tensors left out of the "
-         "model (from 2.0.4)"),
+         "model"),
         ((2, 0, 7), (2, 2, 5), True,
          "clone_model, calling a model on new tensors, and from_config (load_model): "
          "multi-output layers' outputs dropped or refused; outputs or masks lost in "
@@ -559,6 +559,12 @@ TARGETS = (
     # call takes as inputs, not those in its keyword arguments, to tf.keras
     # 1.14 (1.15 follows both). Keras 2.0.0 - 2.1.6 walk in Container.__init__,
     # which legacy_model_constructor_support wraps (Keras 1's argument names).
+    Target("keras", "keras.engine.topology", "Container.__init__", (2, 0, 0), (2, 0, 4),
+           ("ArgumentMakersWalked",),
+           "a model's walk of its graph, in Container.__init__, setting the depths as it goes "
+           "(build_map_of_graph): a layer whose output only a keyword argument takes is left "
+           "out of the model",
+           decorator="interfaces.legacy_model_constructor_support"),
     Target("keras", "keras.engine.topology", "Container.__init__", (2, 0, 4), (2, 2, 0),
            ("ArgumentMakersWalked",),
            "a model's walk of its graph, in Container.__init__ (the function Keras 1's "

@@ -9,8 +9,9 @@ from keras_clone_fix._rewrite import (
     HELPER_PREFIX, Rule, call_node, helper_name, is_attribute, located, name_of, nodes_in,
     unlocated_copy)
 from keras_clone_fix._runtime import (
-    UnsupportedFunction, argument_tensors_to_walk, arguments_not_in_inputs,
-    nodes_by_depth_in_call_order, tensors_mapped, walked_argument_makers_placed)
+    UnsupportedFunction, argument_tensors_mapped, argument_tensors_to_walk,
+    arguments_not_in_inputs, nodes_by_depth_in_call_order, tensors_mapped,
+    walked_argument_makers_placed)
 
 
 class CopyNodeArguments(Rule):
@@ -256,17 +257,21 @@ class ArgumentMakersWalked(Rule):
     the call arguments too. The walk follows the argument tensors that the
     model computes from its inputs; the nodes it adds get depths of their
     own, and Keras's depths, so its order of the layers and their weights,
-    stay as they were.
+    stay as they were. Keras 2.0.0 - 2.0.3's walk (`build_map_of_graph`)
+    keeps no list of the nodes it meets and sets their depths as it goes:
+    there the loop added is `for x in argument_tensors_mapped(nodes_depths,
+    layers_depths, self.inputs)`, whose helper gives the nodes met before
+    their depths back after that walk.
     """
 
-    helpers = (argument_tensors_to_walk, walked_argument_makers_placed)
+    helpers = (argument_tensors_to_walk, walked_argument_makers_placed, argument_tensors_mapped)
 
     def visit_FunctionDef(self, node):
         if hasattr(self, "outputs_loop"):
             return node  # the walk's own def, nested in the routine
         self.outputs_loop = None
-        if not any(name_of(name) == "nodes_in_decreasing_depth" for name in nodes_in(node)):
-            return node  # Keras 2.0.0 - 2.0.3 set the depths as they walk
+        self.keeps_a_list = any(name_of(name) == "nodes_in_decreasing_depth"
+                                for name in nodes_in(node))
         for statement in node.body:
             if (isinstance(statement, ast.For) and name_of(statement.target) is not None
                     and any(isinstance(call, ast.Call) and (name_of(call.func) or "").startswith(
@@ -282,6 +287,14 @@ class ArgumentMakersWalked(Rule):
                 isinstance(value, ast.Dict) and not value.keys or isinstance(value, ast.Call)
                 and is_attribute(value.func, "collections", "defaultdict")):
             loop = self.outputs_loop
+            if not self.keeps_a_list:
+                walk = ast.For(target=unlocated_copy(loop.target), iter=call_node(
+                    helper_name(argument_tensors_mapped), *[
+                        ast.Name(id=name, ctx=ast.Load()) for name in ("nodes_depths",
+                                                                       "layers_depths")]
+                    + [_renamed(loop.iter, "outputs", "inputs")]),
+                    body=unlocated_copy(loop.body), orelse=[])
+                return [located(self.rewritten(walk), node), node]
             names = [ast.Name(id=name, ctx=ast.Load()) for name in (
                 "nodes_in_decreasing_depth", "nodes_depths", "layers_depths")]
             walk = ast.For(target=unlocated_copy(loop.target),
@@ -292,3 +305,4 @@ class ArgumentMakersWalked(Rule):
                                               *[unlocated_copy(name) for name in names]))
             return [located(self.rewritten(walk), node), located(placed, node), node]
         return node
+

@@ -553,6 +553,30 @@ def walked_argument_makers_placed(nodes, nodes_depths, layers_depths):
             layers_depths[layer] = max(layers_depths[layer], depth)
 
 
+def argument_tensors_mapped(nodes_depths, layers_depths, inputs):
+    """argument_tensors_to_walk for the walk of Keras 2.0.0 - 2.0.3, which
+    sets the depths as it goes (`build_map_of_graph`, a node's the deepest
+    it is met at): the caller maps each tensor yielded from depth 0. After
+    the last, the nodes and layers met before get their depths back, and
+    the nodes this walk added are placed by walked_argument_makers_placed,
+    each after the nodes making its inputs (met deeper in this walk)."""
+    nodes_before, layers_before = dict(nodes_depths), dict(layers_depths)
+    walked = list(nodes_depths)
+    for tensor in argument_tensors_to_walk(walked, nodes_depths, inputs):
+        yield tensor
+        known = set(walked)
+        walked.extend(node for node in nodes_depths if node not in known)
+    added = sorted((node for node in nodes_depths if node not in nodes_before),
+                   key=lambda node: -nodes_depths[node])
+    if added:
+        nodes_depths.clear()
+        nodes_depths.update(nodes_before)
+        for layer in [layer for layer in layers_depths if layer not in layers_before]:
+            del layers_depths[layer]
+        layers_depths.update(layers_before)
+        walked_argument_makers_placed(list(nodes_before) + added, nodes_depths, layers_depths)
+
+
 # What the fixed code may call, by name.
 HELPERS = dict((helper.__name__, helper) for helper in (
     one_mask_per_output, recorded_output_masks, without_propagated_mask, tensors_mapped,
@@ -561,4 +585,4 @@ HELPERS = dict((helper.__name__, helper) for helper in (
     given_input_layers_mapped, layer_calls_in_order, nodes_by_depth_in_call_order, computes_masks,
     propagated_mask_popped, tensor_arguments_refused, argument_tensors_to_walk,
     walked_argument_makers_placed, cloned_where_config_refused, masks_paired,
-    lambda_masks_written, lambda_mask_read, masks_on_copies))
+    lambda_masks_written, lambda_mask_read, masks_on_copies, argument_tensors_mapped))

@@ -96,9 +96,9 @@ def assert_wrapped(originals):
 def test_patch_is_idempotent_and_wraps_every_target(restore_fix_state):
     keras_clone_fix.unpatch()
     originals = current_objects()
-    # run_internal_graph, from_config, get_config and Sequential's get_config and
-    # from_config; the graph walk from 2.0.4; both clone routines from 2.0.7
-    expected = 5 + (KERAS >= (2, 0, 4)) + 2 * CLONE_AFFECTED
+    # run_internal_graph, from_config, get_config, Sequential's get_config and
+    # from_config, and the graph walk; both clone routines from 2.0.7
+    expected = 6 + 2 * CLONE_AFFECTED
     assert len(keras_names(originals)) == expected
     status = keras_clone_fix.patch()
     assert status.patched and status.targets == {name: True for name in originals}

@@ -61,7 +61,7 @@ CLONES = ["keras.models._clone_functional_model", "keras.models._clone_sequentia
 # A Sequential model's own get_config (a frozen one nested in another).
 CONTAINER_AND_SEQUENTIAL = CONTAINER + ["keras.models.Sequential.get_config",
                                         "keras.models.Sequential.from_config"]
-# keras 2.0.4 - 2.1.6 walk the graph in Container.__init__ (decorated; 2.0.0 - 2.0.3 otherwise).
+# keras 2.0.0 - 2.1.6 walk the graph in Container.__init__ (decorated).
 CONTAINER_WALK = CONTAINER_AND_SEQUENTIAL + ["keras.engine.topology.Container.__init__"]
 NETWORK_2_2 = CLONES + ["keras.engine.network.Network.run_internal_graph",
                         "keras.engine.network.Network.from_config",
@@ -72,7 +72,7 @@ NETWORK_2_2 = CLONES + ["keras.engine.network.Network.run_internal_graph",
 
 
 @pytest.mark.parametrize("version, patched", [
-    ("2.0.3", CONTAINER_AND_SEQUENTIAL), ("2.0.4", CONTAINER_WALK), ("2.0.6", CONTAINER_WALK),
+    ("2.0.3", CONTAINER_WALK), ("2.0.4", CONTAINER_WALK), ("2.0.6", CONTAINER_WALK),
     ("2.0.7", CLONES + CONTAINER_WALK), ("2.1.6", CLONES + CONTAINER_WALK),
     ("2.2.0", NETWORK_2_2), ("2.2.4-custom", NETWORK_2_2), ("2.2.5", NETWORK_2_2),
     ("2.3.1", NETWORK_2_2), ("2.4.0", []),

@@ -101,6 +101,30 @@ def test_time_distributed_model(request, clone_mode):
         assert_close(predict(inner, data[:, step]), [got[:, step]])
 
 
+class Scale(keras.layers.Layer):
+    """inputs * scale: `scale`, a keyword argument, is not one of the call's inputs."""
+
+    def call(self, inputs, scale=None):
+        return inputs * scale
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+
+def test_keyword_tensor_of_a_layer_nothing_else_takes(request, clone_mode):
+    """Scale()(h, scale=Dense(4)(x)): the model's walk left the scaler out,
+    so the model called on new tensors fed the original's input (keras
+    2.0.0 - 2.3.1: `You must feed a value for placeholder tensor`); with
+    the fix the scaler is one of the model's layers, its weights with it."""
+    expect_upstream_failure(request, clone_mode, AFFECTED, "keras " + keras.__version__,
+                            raises=Exception)  # InvalidArgumentError
+    x = features()
+    scaled = Scale()(keras.layers.Dense(4)(x), scale=keras.layers.Dense(4, name="scaler")(x))
+    model = Model(x, keras.layers.Dense(1)(scaled))
+    assert "scaler" in [layer.name for layer in model.layers]
+    assert_predicts_like(model, call_on_new_inputs(model), data_for(model))
+
+
 def test_shared_model_called_twice_uses_each_calls_own_mask(request, clone_mode):
     """A masked model called on two inputs, as the two sides of a siamese
     network: unpatched, the second call used the mask that the first wrote
