@@ -355,6 +355,13 @@ def test_frozen_model_stays_frozen_in_the_clone(request, family, build, depth):
         numpy.testing.assert_array_equal(after, was)
 
 
+def rebuilt_from_config_and_file(keras, model, path):
+    """`model` made from its config, from its JSON, and saved to `path` and loaded."""
+    model.save(path)
+    return (model.__class__.from_config(model.get_config()),
+            keras.models.model_from_json(model.to_json()), keras.models.load_model(path))
+
+
 @pytest.mark.parametrize("build, bug", [
     (frozen_nested_model, FROZEN_NESTED), (frozen_inside_a_nested_model, FROZEN_NESTED),
     (frozen_model_in_a_wrapper, FROZEN_WRAPPED), (frozen_sequential_nested_model, FROZEN_NESTED)],
@@ -372,10 +379,7 @@ def test_frozen_model_stays_frozen_from_its_config_and_file(request, family, bui
     inputs = _check.make_inputs(keras, model, BATCH, STEPS, seed=0)
     expected = model.predict(inputs[0])
     path = str(tmp_path / "model.h5")
-    model.save(path)
-    for rebuilt in (model.__class__.from_config(model.get_config()),
-                    keras.models.model_from_json(model.to_json()),
-                    keras.models.load_model(path)):
+    for rebuilt in rebuilt_from_config_and_file(keras, model, path):
         rebuilt.set_weights(model.get_weights())
         assert len(rebuilt.trainable_weights) == len(model.trainable_weights)
         numpy.testing.assert_allclose(rebuilt.predict(inputs[0]), expected, rtol=1e-5, atol=1e-5)
@@ -413,11 +417,8 @@ def test_lambda_mask_kept_from_its_config_and_file(request, family, build, tmp_p
     inputs = _check.make_inputs(keras, model, BATCH, STEPS, seed=0)
     expected = model.predict(inputs[0])
     path = str(tmp_path / "model.h5")
-    model.save(path)
     with lambdas_remade(keras):
-        for rebuilt in (model.__class__.from_config(model.get_config()),
-                        keras.models.model_from_json(model.to_json()),
-                        keras.models.load_model(path)):
+        for rebuilt in rebuilt_from_config_and_file(keras, model, path):
             rebuilt.set_weights(model.get_weights())
             numpy.testing.assert_allclose(rebuilt.predict(inputs[0]), expected,
                                           rtol=1e-5, atol=1e-5)
