@@ -287,22 +287,19 @@ class ArgumentMakersWalked(Rule):
                 isinstance(value, ast.Dict) and not value.keys or isinstance(value, ast.Call)
                 and is_attribute(value.func, "collections", "defaultdict")):
             loop = self.outputs_loop
-            if not self.keeps_a_list:
-                walk = ast.For(target=unlocated_copy(loop.target), iter=call_node(
-                    helper_name(argument_tensors_mapped), *[
-                        ast.Name(id=name, ctx=ast.Load()) for name in ("nodes_depths",
-                                                                       "layers_depths")]
-                    + [_renamed(loop.iter, "outputs", "inputs")]),
-                    body=unlocated_copy(loop.body), orelse=[])
-                return [located(self.rewritten(walk), node), node]
             names = [ast.Name(id=name, ctx=ast.Load()) for name in (
                 "nodes_in_decreasing_depth", "nodes_depths", "layers_depths")]
+            # The walk's list, or (2.0.0 - 2.0.3) the depths its helper restores.
+            walker, given = ((argument_tensors_to_walk, names[:2]) if self.keeps_a_list
+                             else (argument_tensors_mapped, names[1:]))
             walk = ast.For(target=unlocated_copy(loop.target),
-                           iter=call_node(helper_name(argument_tensors_to_walk), names[0], names[1],
-                                          _renamed(loop.iter, "outputs", "inputs")),
+                           iter=call_node(helper_name(walker), *(
+                               given + [_renamed(loop.iter, "outputs", "inputs")])),
                            body=unlocated_copy(loop.body), orelse=[])
-            placed = ast.Expr(value=call_node(helper_name(walked_argument_makers_placed),
-                                              *[unlocated_copy(name) for name in names]))
-            return [located(self.rewritten(walk), node), located(placed, node), node]
+            added = [located(self.rewritten(walk), node)]
+            if self.keeps_a_list:
+                added.append(located(ast.Expr(value=call_node(
+                    helper_name(walked_argument_makers_placed),
+                    *[unlocated_copy(name) for name in names])), node))
+            return added + [node]
         return node
-

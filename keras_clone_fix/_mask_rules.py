@@ -9,8 +9,7 @@ from keras_clone_fix._rewrite import (
     unlocated_copy)
 from keras_clone_fix._runtime import (
     computes_masks, keras_masks, mask_through_input_layer, masks_on_copies, masks_paired,
-    one_mask_per_output,
-    propagated_mask_popped, recorded_output_masks, without_propagated_mask)
+    one_mask_per_output, propagated_mask_popped, recorded_output_masks, without_propagated_mask)
 
 
 class PropagatedMaskNotPassedBack(Rule):

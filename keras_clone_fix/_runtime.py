@@ -571,8 +571,7 @@ def argument_tensors_mapped(nodes_depths, layers_depths, inputs):
     if added:
         nodes_depths.clear()
         nodes_depths.update(nodes_before)
-        for layer in [layer for layer in layers_depths if layer not in layers_before]:
-            del layers_depths[layer]
+        layers_depths.clear()
         layers_depths.update(layers_before)
         walked_argument_makers_placed(list(nodes_before) + added, nodes_depths, layers_depths)
 

@@ -86,7 +86,7 @@ def keras_behaviour(keras):
         return {"clone": None, "call": shared_model_called_twice(keras),
                 "from_config": frozen_read(keras), "get_config": tensor_argument_refused(keras),
                 "sequential_config": frozen_sequential_written(keras),
-                "sequential_from_config": lambda_mask_read(keras),
+                "sequential_from_config": sequential_lambda_mask_read(keras),
                 "sequential_clone": None, "walk": argument_maker_walked(keras)}
     x = models.tokens()
     model = keras.models.Model(x, models.SplitOutputs(2)(models.embedded(x)))
@@ -96,7 +96,7 @@ def keras_behaviour(keras):
             "call": attempt(lambda: keras.models.Model(new_input, model(new_input))),
             "from_config": from_config_behaviour(keras), "get_config": tensor_argument_refused(keras),
             "sequential_config": frozen_sequential_written(keras),
-            "sequential_from_config": lambda_mask_read(keras),
+            "sequential_from_config": sequential_lambda_mask_read(keras),
             "sequential_clone": sequential_clone_masked(keras),
             "walk": argument_maker_walked(keras)}
 
@@ -164,7 +164,7 @@ def frozen_sequential_written(keras):
         "not written")
 
 
-def lambda_mask_read(keras):
+def sequential_lambda_mask_read(keras):
     """"ok" where a Sequential model made from a config that holds its
     Lambda's mask (written here by the fix's own helper, whatever
     get_config's state) has a Lambda with a mask, else "no mask". Built, not run."""
@@ -261,7 +261,7 @@ def tf_keras_behaviour(tensorflow):
     return {"call": "ok" if lstm._inbound_nodes[0].arguments == recorded else "wrote into it",
             "from_config": from_config_behaviour(keras), "get_config": tensor_argument_refused(keras),
             "sequential_config": frozen_sequential_written(keras),
-            "sequential_from_config": lambda_mask_read(keras)}
+            "sequential_from_config": sequential_lambda_mask_read(keras)}
 
 
 BEHAVIOURS = {"keras": keras_behaviour, "tensorflow": tf_keras_behaviour}
