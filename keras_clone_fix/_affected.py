@@ -9,56 +9,27 @@ so it costs nothing to import.
 
 import sys
 
+from keras_clone_fix._bugs import reason
+
 # family -> (first release, first release past the range, affected?, why).
 # Ranges are half-open and together cover every version. An affected
-# range's why names, in RULE_WORDS' words, every rule its targets apply
-# (tests/test_docs.py holds it, and the README's row, to TARGETS).
+# range's why is what its releases are, where they are not plainly the
+# family's ("" else): what they get wrong is the bugs measured on each
+# release (_bugs.BUGS), which is_affected names.
 RELEASES = {
     "keras": (
         ((0, 0, 0), (2, 0, 0), False,
          "Keras 1.x is not multi-backend Keras 2: its rebuild routines are "
          "other code, not examined by this package"),
-        ((2, 0, 0), (2, 0, 7), True,
-         "calling a model on new tensors (no clone_model before 2.0.7): "
-         "masks written into the original; recorded masks passed back (to 2.0.2); "
-         "the original's tensors in call arguments; keyword tensors made after their "
-         "call; masked tensors refused by a model; frozen models unfrozen when loaded "
-         "(a frozen model's config without trainable); a Lambda's mask lost when loaded (a "
-         "Lambda's mask left out of a model's config); tensor arguments left out of a "
-         "model's config (refused); layers making only keyword tensors left out of the "
-         "model"),
-        ((2, 0, 7), (2, 2, 5), True,
-         "clone_model, calling a model on new tensors, and from_config (load_model): "
-         "multi-output layers' outputs dropped or refused; outputs or masks lost in "
-         "clones; masks pinned in clones; masks written into the original; the "
-         "original's tensors in call arguments; keyword tensors made after their call; "
-         "initial_state or constants passed twice; masked tensors refused by a model "
-         "(to 2.2.2); a Lambda's mask lost in clones; frozen nested models unfrozen in "
-         "clones; clones on input_tensors that do not reload; layer calls reordered by "
-         "from_config; frozen models unfrozen when loaded (a frozen model's config without "
-         "trainable); a Lambda's mask lost when loaded (a Lambda's mask left out of a model's "
-         "config); tensor arguments left out of a model's config (refused); nested models' "
-         "tensor arguments lost in clones; layers making only keyword tensors left out of the "
-         "model"),
-        ((2, 2, 5), (2, 4, 0), True,
-         "clone_model and calling a model on new tensors: multi-output layers' outputs "
-         "dropped or refused (masking layers); outputs or masks lost in clones (nested "
-         "models' masks); masks pinned in clones; masks written into the original; the "
-         "original's tensors in call arguments; keyword tensors made after their call; "
-         "initial_state or constants passed twice; a Lambda's mask lost in clones; "
-         "frozen nested models unfrozen in clones; clones on input_tensors that do not "
-         "reload; frozen models unfrozen when loaded (a frozen model's config without "
-         "trainable); a Lambda's mask lost when loaded (a Lambda's mask left out of a model's "
-         "config); tensor arguments left out of a model's config (refused); nested models' "
-         "tensor arguments lost in clones; layers making only keyword tensors left out of the "
-         "model"),
+        ((2, 0, 0), (2, 0, 7), True, ""),  # no clone_model: _bugs.CLONE_MODEL_FROM
+        ((2, 0, 7), (2, 2, 5), True, ""),
+        ((2, 2, 5), (2, 4, 0), True, ""),
         ((2, 4, 0), (2, 5, 0), False,
          "Keras 2.4 is a front for tf.keras: its routines are TensorFlow's, which the "
          "tensorflow family's rows patch"),
         ((2, 5, 0), (2, 7, 0), True,
-         "clone_model and from_config (load_model) of keras 2.5 (keras-nightly, which "
-         "TensorFlow 2.5 installs) and 2.6 (tf.keras of TensorFlow 2.6): layer calls "
-         "reordered by from_config; clones that ignore the given input_tensors"),
+         "keras 2.5 (keras-nightly, which TensorFlow 2.5 installs) and 2.6 (tf.keras of "
+         "TensorFlow 2.6) are tf.keras's code"),
         ((2, 7, 0), (3, 0, 0), False,
          "keras 2.7 - 2.15 makes a layer's calls in order and clones on the given input "
          "tensors: correct"),
@@ -68,32 +39,10 @@ RELEASES = {
     "tensorflow": (
         ((0, 0, 0), (1, 4, 0), False,
          "TensorFlow before 1.4 has no tf.keras (only tf.contrib.keras): not examined"),
-        ((1, 4, 0), (1, 15, 0), True,
-         "tf.keras's clone_model (model_to_estimator), calling a model on new tensors, "
-         "and from_config (load_model): masks written into the original; multi-output "
-         "layers' outputs dropped or refused (to 1.8); outputs or masks lost in clones "
-         "(to 1.10); masks pinned in clones (to 1.10); the original's tensors in call "
-         "arguments; keyword tensors made after their call; initial_state or constants "
-         "passed twice; masked tensors refused by a model (to 1.12); a called model's "
-         "output masks lost (1.11 - 1.13); masks dropped inside a nested Sequential (1.11 - "
-         "1.13); masks lost by layers that return their input (to 1.13); a lone output "
-         "given a whole list of masks (1.9 - 1.13); an explicit "
-         "mask= replaced by the propagated one (from 1.10); a Lambda's mask lost in clones "
-         "(to 1.13); "
-         "frozen nested models unfrozen in clones (to 1.13); clones on input_tensors "
-         "that do not reload; layer calls reordered by from_config; frozen models unfrozen "
-         "when loaded (to 1.13; a frozen model's config without trainable); a Lambda's mask "
-         "lost when loaded (to 1.13; a Lambda's mask left out of a model's config); tensor "
-         "arguments left out of a model's config (refused); nested models' tensor arguments "
-         "lost in clones; layers making only keyword tensors left out of the model"),
-        ((1, 15, 0), (2, 0, 0), True,
-         "tf.keras's clone_model and from_config (load_model): the original's tensors in "
-         "call arguments; clones on input_tensors that do not reload; layer calls "
-         "reordered by from_config"),
+        ((1, 4, 0), (1, 15, 0), True, ""),
+        ((1, 15, 0), (2, 0, 0), True, ""),
         ((2, 0, 0), (2, 6, 0), True,
-         "tf.keras's clone_model and from_config (load_model; reconstruct_from_config, "
-         "which clone_model runs too): layer calls reordered by from_config; clones that "
-         "ignore the given input_tensors"),
+         "every clone is made from the model's config (reconstruct_from_config)"),
         ((2, 6, 0), None, False,
          "tf.keras of TensorFlow 2.6 and later is the keras package (tf_keras or Keras 3 "
          "from 2.16): that family's rows decide"),
@@ -105,7 +54,8 @@ FAMILIES = tuple(sorted(RELEASES))
 # What a release's rebuild routines get wrong, as what a model has that meets
 # it: the risks _check finds in a model. Each rule answers the risks it is
 # named for here; a target meets the risks of its rules, and those its row
-# declares besides (more_risks=...). A new rule or row adds its risks here, nowhere else.
+# declares besides (more_risks=...). A new rule or row adds its risks here, and a
+# new rule names the bug it fixes in _bugs.BUGS.
 MASKED_CALL = "masked call"  # a layer called on a masked tensor: its mask recorded
 MULTI_OUTPUT_MASK = "multi-output mask"  # several outputs, one mask between them
 TENSOR_ARGUMENTS = "tensor arguments"  # tensors of the original graph among call arguments
@@ -159,38 +109,6 @@ RULE_RISKS = {
     "TensorArgumentsRefused": (ARGUMENT_NOT_IN_CONFIG,),
     "ArgumentMakersWalked": (ARGUMENT_MAKER_LEFT_OUT,),
     "NestedModelArgumentsKept": (NESTED_ARGUMENT_NOT_IN_CONFIG,),
-}
-# What each rule mends, in a user's words: every affected range's reason in
-# RELEASES, and its row of the README's table, names the rules its targets
-# apply in these words (tests/test_docs.py). A new rule adds its words here.
-RULE_WORDS = {
-    "CopyNodeArguments": "masks written into the original",
-    "PropagatedMaskNotPassedBack": "recorded masks passed back",
-    "LayerCallPropagatesMasks": "masks pinned in clones",
-    "RecordedOutputMasks": "outputs or masks lost in clones",
-    "OneMaskPerOutput": "multi-output layers' outputs dropped or refused",
-    "MapTensorsInCallArguments": "the original's tensors in call arguments",
-    "ArgumentsMadeBeforeTheirCalls": "keyword tensors made after their call",
-    "ArgumentsInInputsPassedOnce": "initial_state or constants passed twice",
-    "InputLayerPassesMask": "masked tensors refused by a model",
-    "MaskAlreadyComputedKept": "a called model's output masks lost",
-    "LambdaMaskKept": "a Lambda's mask lost in clones",
-    "LambdaMaskWritten": "a Lambda's mask left out of a model's config",
-    "LambdaMaskRead": "a Lambda's mask lost when loaded",
-    "TrainableKept": "frozen nested models unfrozen in clones",
-    "GivenInputLayersKept": "clones on input_tensors that do not reload",
-    "GivenInputLayersTaken": "clones that ignore the given input_tensors",
-    "LayerCallsKeptInOrder": "layer calls reordered by from_config",
-    "OwnComputeMaskCounted": "masks dropped inside a nested Sequential",
-    "MaskSetOnCopiedOutputs": "masks lost by layers that return their input",
-    "MaskOnCopiedOutputs": "masks lost by layers that return their input",
-    "MasksPairedWithOutputs": "a lone output given a whole list of masks",
-    "ExplicitMaskRecorded": "an explicit mask= replaced by the propagated one",
-    "TrainableWrittenInConfig": "a frozen model's config without trainable",
-    "TrainableReadFromConfig": "frozen models unfrozen when loaded",
-    "TensorArgumentsRefused": "tensor arguments left out of a model's config (refused)",
-    "ArgumentMakersWalked": "layers making only keyword tensors left out of the model",
-    "NestedModelArgumentsKept": "nested models' tensor arguments lost in clones",
 }
 # The checks (_check.CHECKS) that a routine's mistakes endanger: the clone
 # routines clone (multi_gpu_model clones too; a Sequential model is cloned by
@@ -648,6 +566,8 @@ def is_affected(family, version):
                       "recognises".format(family, version))
     for first, past, affected, why in RELEASES[family]:
         if first <= parsed and (past is None or parsed < past):
+            if affected:
+                why = "; ".join(part for part in (why, reason(family, parsed)) if part)
             return affected, "{} {}: {}".format(family, version, why)
     raise AssertionError("RELEASES[{!r}] does not cover {}".format(family, version))
 

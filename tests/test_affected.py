@@ -6,6 +6,7 @@ from keras_clone_fix import FAMILIES, _build
 from keras_clone_fix._affected import (
     NESTED_MODEL_CHECKS, RELEASES, ROUTINE_CHECKS, RULE_RISKS, TARGETS, deciding_release,
     endangered_checks, is_affected, parse_version, target_name, targets_for)
+from keras_clone_fix._bugs import BUGS, ROUTES, bugs_at
 from keras_clone_fix._check import CHECKS
 
 
@@ -28,8 +29,9 @@ def test_unrecognised_versions_are_not_guessed(version):
 @pytest.mark.parametrize("family", FAMILIES)
 def test_ranges_cover_every_version_once_with_a_reason(family):
     ranges = RELEASES[family]
-    for (_, past, _, why), (first, _, _, _) in zip(ranges, ranges[1:]):
-        assert past == first and why
+    # an affected range's reason is its bugs' (test_every_affected_release_has_a_bug_measured)
+    for (_, past, affected, why), (first, _, _, _) in zip(ranges, ranges[1:]):
+        assert past == first and (why or affected)
     assert ranges[0][0] == (0, 0, 0) and ranges[-1][1] is None and ranges[-1][3]
 
 
@@ -249,3 +251,74 @@ def test_every_target_meets_risks_that_endanger_checks_of_its_routine():
 ])
 def test_endangered_checks(family, version, risk, nested, checks):
     assert endangered_checks(family, version, risk, nested) == checks
+
+
+def test_every_rule_fixes_a_bug_of_the_table_and_every_bug_has_rules():
+    fixed = set(rule for bug in BUGS for rule in bug.rules)
+    assert set(RULE_RISKS) <= fixed, sorted(set(RULE_RISKS) - fixed)
+    assert fixed <= set(RULE_RISKS), sorted(fixed - set(RULE_RISKS))
+    assert all(bug.rules and bug.tests and bug.words and bug.routes
+               and set(bug.routes) <= set(ROUTES) for bug in BUGS)
+    names = [bug.name for bug in BUGS]
+    assert len(set(names)) == len(names)
+    words = [bug.words for bug in BUGS]
+    assert len(set(words)) == len(words)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_each_bug_is_measured_on_affected_releases_patched_with_its_rules(family):
+    """A bug's measured ranges lie in affected ranges of RELEASES, and over
+    each, a target of the family applies one of the rules that fix it."""
+    affected = []  # the affected ranges, those that meet merged
+    for first, past, is_affected_, _ in RELEASES[family]:
+        if is_affected_ and affected and affected[-1][1] == first:
+            affected[-1] = (affected[-1][0], past)
+        elif is_affected_:
+            affected.append((first, past))
+    wrong = []
+    for bug in BUGS:
+        for first, past in bug.measured(family):
+            if not (first < past and any(start <= first and past <= end
+                                         for start, end in affected)):
+                wrong.append((bug, first, past, "not all affected"))
+            if not any(target.family == family and target.first < past and first < target.past
+                       and set(target.rules) & set(bug.rules) for target in TARGETS):
+                wrong.append((bug, first, past, "no target applies its rules"))
+    assert not wrong, wrong
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_every_affected_release_has_a_bug_measured(family):
+    """Every release of an affected range (each first release of a range of
+    RELEASES and of BUGS) is named for a bug, and its reason names them."""
+    for first, past, affected, _ in RELEASES[family]:
+        if not affected:
+            continue
+        starts = set([first]) | set(bound for bug in BUGS for range_ in bug.measured(family)
+                                    for bound in range_ if first <= bound < past)
+        for release in sorted(starts):
+            bugs = bugs_at(family, release)
+            assert bugs, (family, release)
+            why = is_affected(family, ".".join(map(str, release)))[1]
+            assert all(bug.words in why for bug in bugs), (family, release)
+
+
+@pytest.mark.parametrize("family, version, says, does_not_say", [
+    # keras 2.2.5 stopped recording an RNN's states (tests/models.py STATE_ARGUMENTS_RECORDED)
+    ("keras", "2.2.4", ["initial_state or constants twice", "calls made out of order"],
+     ["on the original's states"]),
+    ("keras", "2.2.5", ["a clone loses a nested model's masks"],
+     ["initial_state", "calls made out of order"]),
+    ("keras", "2.0.8", ["clone_model, calling a model on new tensors and loading"],
+     ["initial_state"]),
+    ("keras", "2.0.6", ["calling a model on new tensors and loading (from_config)"],
+     ["clone_model"]),
+    # 1.4's RNN takes initial_state from its arguments only (releases.md)
+    ("tensorflow", "1.4.1", ["masks written into the original"], ["initial_state"]),
+    ("tensorflow", "1.15.5", ["clone_model and loading (from_config)"],
+     ["calling a model on new tensors"]),
+])
+def test_a_reason_names_the_bugs_measured_on_the_release(family, version, says, does_not_say):
+    why = is_affected(family, version)[1]
+    assert all(words in why for words in says), why
+    assert not any(words in why for words in does_not_say), why

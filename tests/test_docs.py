@@ -365,50 +365,6 @@ def test_releases_page_lists_exactly_the_targets_table():
     assert not wrong, wrong
 
 
-def rules_applied(family, first, past):
-    """The rules TARGETS applies somewhere in a family's releases [first, past)."""
-    from keras_clone_fix._affected import TARGETS
-    return set(rule for target in TARGETS if target.family == family
-               and (past is None or target.first < past) and first < target.past
-               for rule in target.rules)
-
-
-def test_rule_words_are_one_per_rule_and_none_inside_another():
-    from keras_clone_fix._affected import RULE_RISKS, RULE_WORDS
-    assert sorted(RULE_WORDS) == sorted(RULE_RISKS)
-    inside = [(one, other) for one in RULE_WORDS.values() for other in RULE_WORDS.values()
-              if one != other and one in other]
-    assert not inside, inside
-
-
-def test_each_affected_range_names_the_rules_its_targets_apply():
-    """The reason of each range of _affected.RELEASES (which the self-check
-    and `check` print) and the README row that begins at it name, in
-    RULE_WORDS' words, exactly the rules that TARGETS applies in the range:
-    a rule added to a range's targets fails here until its words are in
-    RULE_WORDS, the reason and the README row."""
-    from keras_clone_fix._affected import RELEASES, RULE_WORDS
-    rows = dict(((package, versions[0]), cells.replace("`", ""))
-                for package, versions, cells, _ in readme_release_rows())
-    wrong = []
-    for family, ranges in sorted(RELEASES.items()):
-        for first, past, _, why in ranges:
-            rules = rules_applied(family, first, past)
-            name = "{} {}".format(family, ".".join(map(str, first)))
-            for where, text in (("RELEASES reason", why),
-                                ("README row", rows.get((family, first)))):
-                if text is None:
-                    if rules:
-                        wrong.append("{}: no {} begins there".format(name, where))
-                    continue
-                named = set(rule for rule, words in RULE_WORDS.items() if words in text)
-                wrong += ["{}: the {} does not say {!r} ({})".format(
-                    name, where, RULE_WORDS[rule], rule) for rule in sorted(rules - named)]
-                wrong += ["{}: the {} says {!r}, and no target there applies {}".format(
-                    name, where, RULE_WORDS[rule], rule) for rule in sorted(named - rules)]
-    assert not wrong, "\n".join(wrong)
-
-
 def test_readme_is_at_most_170_lines():
     with io.open(os.path.join(ROOT, "README.md"), encoding="utf-8") as readme:
         assert len(readme.read().splitlines()) <= 170
@@ -455,6 +411,14 @@ def functions_of_the_tests():
                 found["{}::{}".format(relative(path), named.group(1))] = decorators + statement
             decorators = ""
     return found
+
+
+def test_each_bug_names_tests_that_exist():
+    """_bugs.BUGS names, for each bug, tests that show it (path::name)."""
+    from keras_clone_fix._bugs import BUGS
+    functions = functions_of_the_tests()
+    missing = [(bug.name, test) for bug in BUGS for test in bug.tests if test not in functions]
+    assert not missing, missing
 
 
 def test_silent_cases_listed_are_those_the_tests_prove():
