@@ -65,7 +65,7 @@ BUGS = (
     Bug("surplus masks",
         "a layer of one output given several masks: the model after it raises or computes "
         "otherwise",
-        (CLONE, CALL), keras=(((2, 1, 6), (2, 4, 0)),), tensorflow=(((1, 10, 0), (1, 14, 0)),),
+        (CALL, CLONE), keras=(((2, 1, 6), (2, 4, 0)),), tensorflow=(((1, 10, 0), (1, 14, 0)),),
         rules=("OneMaskPerOutput", "MasksPairedWithOutputs"),
         tests=(EVERY_REBUILD,)),
     Bug("nested masks lost in clones",
@@ -82,7 +82,7 @@ BUGS = (
     Bug("masks written into the original",
         "masks written into the original: a shared masked model's second call uses the first "
         "call's",
-        (CLONE, CALL), keras=(EVERY_KERAS_2,), tensorflow=(TF_1,),
+        (CALL, CLONE), keras=(EVERY_KERAS_2,), tensorflow=(TF_1,),
         rules=("CopyNodeArguments",),
         tests=("tests/test_call_on_new_tensors.py::"
                "test_shared_model_called_twice_uses_each_calls_own_mask",
@@ -133,13 +133,13 @@ BUGS = (
                "tests/test_tf_keras.py::test_tensor_keyword_argument")),
     Bug("keyword tensors made after their call",
         "a keyword tensor made after its call: the call takes the original's",
-        (CLONE, CALL), keras=(EVERY_KERAS_2,), tensorflow=(TF_1,),
+        (CALL, CLONE), keras=(EVERY_KERAS_2,), tensorflow=(TF_1,),
         rules=("ArgumentsMadeBeforeTheirCalls",),
         tests=("tests/test_call_arguments.py::test_custom_layer_with_a_tensor_keyword_argument",
                EVERY_REBUILD)),
     Bug("keyword tensors' makers left out",
         "a layer making only a keyword tensor left out of the model",
-        (CLONE, CALL), keras=(EVERY_KERAS_2,), tensorflow=(TF_1,),
+        (CALL, CLONE), keras=(EVERY_KERAS_2,), tensorflow=(TF_1,),
         rules=("ArgumentMakersWalked",),
         tests=("tests/test_call_on_new_tensors.py::"
                "test_keyword_tensor_of_a_layer_nothing_else_takes",

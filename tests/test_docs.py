@@ -365,6 +365,97 @@ def test_releases_page_lists_exactly_the_targets_table():
     assert not wrong, wrong
 
 
+RELEASES_PAGE = os.path.join(ROOT, "docs", "releases.md")
+MATRIX = re.compile(r"(<!-- matrix: [^>]*-->\n)(.*?)(<!-- end of the matrix -->)", re.DOTALL)
+# The last release before a range's end where it is not the one before in
+# its minor release (patch - 1) or the minor release before (TensorFlow's).
+LAST_BEFORE = {("keras", (2, 4, 0)): "2.3.1", ("keras", (2, 7, 0)): "2.6",
+               ("tensorflow", (2, 0, 0)): "1.15"}
+FAMILY_NAMES = {"keras": "keras", "tensorflow": "tf.keras"}
+
+
+def shown(family, release):
+    """A release as the pages name it: keras 2.0.0 - 2.3.1 by their patch
+    releases, keras 2.5 on and TensorFlow by their minor ones."""
+    if family == "keras" and release < (2, 4, 0):
+        return ".".join(map(str, release))
+    return ".".join(map(str, release[:2]))
+
+
+def last_before(family, past):
+    if (family, past) in LAST_BEFORE:
+        return LAST_BEFORE[family, past]
+    if past[2] and (family == "keras" and past < (2, 4, 0)):
+        return shown(family, past[:2] + (past[2] - 1,))
+    return shown(family, (past[0], past[1] - 1, 0))
+
+
+def range_shown(family, first, past, column):
+    """A measured range in a column's range: "✓" where it is the whole column."""
+    first, past = max(first, column[0]), min(past, column[1])
+    if (first, past) == column:
+        return u"\u2713"
+    start, end = shown(family, first), last_before(family, past)
+    if start == end:
+        return start
+    if first == column[0]:
+        return "to " + end
+    if past == column[1]:
+        return "from " + start
+    return u"{} \u2013 {}".format(start, end)
+
+
+def releases_matrix():
+    """The table of docs/releases.md's "Which bug on which release", made
+    from _bugs.BUGS and the affected ranges of _affected.RELEASES."""
+    from keras_clone_fix._affected import RELEASES
+    from keras_clone_fix._bugs import BUGS, ROUTES, ROUTE_WORDS
+    columns = [(family, (first, past)) for family in ("keras", "tensorflow")
+               for first, past, affected, _ in RELEASES[family] if affected]
+    heads = [u"{} {}".format(FAMILY_NAMES[family], shown(family, first)
+                             if shown(family, first) == last_before(family, past)
+                             else u"{} \u2013 {}".format(shown(family, first),
+                                                          last_before(family, past)))
+             for family, (first, past) in columns]
+    lines = [u"| bug | {} | fixed by | shown by |".format(" | ".join(heads)),
+             "|---" * (len(heads) + 3) + "|"]
+    for route in ROUTES:
+        lines.append(u"| **{}** |{}".format(ROUTE_WORDS[route], " |" * (len(heads) + 2)))
+        for bug in [bug for bug in BUGS if bug.routes[0] == route]:
+            cells = []
+            for family, column in columns:
+                met = [range_shown(family, first, past, column)
+                       for first, past in bug.measured(family)
+                       if first < column[1] and column[0] < past]
+                cells.append(", ".join(met) or u"\u2014")
+            lines.append(u"| {} | {} | {} | {} |".format(
+                bug.words, " | ".join(cells), ", ".join(bug.rules),
+                ", ".join("`{}`".format(test) for test in bug.tests)))
+    return "\n".join(lines) + "\n"
+
+
+def test_releases_matrix_is_the_table_of_bugs():
+    """docs/releases.md's matrix is releases_matrix(); RELEASES_MATRIX=write
+    rewrites it."""
+    text = read(RELEASES_PAGE)
+    found = MATRIX.search(text)
+    assert found, "no <!-- matrix: ... --> ... <!-- end of the matrix --> in docs/releases.md"
+    matrix = releases_matrix()
+    if os.environ.get("RELEASES_MATRIX") == "write":
+        with io.open(RELEASES_PAGE, "w", encoding="utf-8") as page:
+            page.write(text[:found.start(2)] + matrix + text[found.end(2):])
+        return
+    assert found.group(2) == matrix, (
+        "docs/releases.md's matrix is not _bugs.BUGS': RELEASES_MATRIX=write pytest "
+        "tests/test_docs.py rewrites it")
+
+
+def test_readme_table_lines_are_short():
+    long_lines = [line for line in read(os.path.join(ROOT, "README.md")).splitlines()
+                  if line.startswith("|") and len(line) >= 200]
+    assert not long_lines, long_lines
+
+
 def test_readme_is_at_most_170_lines():
     with io.open(os.path.join(ROOT, "README.md"), encoding="utf-8") as readme:
         assert len(readme.read().splitlines()) <= 170
