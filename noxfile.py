@@ -427,7 +427,7 @@ PATCH_COST_BASELINE = os.path.join("benchmarks", "patch_time_baseline.json")
 @nox.session(name="patch-cost", venv_backend="venv")
 @nox.parametrize("python,requirements,keras_releases", [
     # One environment for the Keras releases: each installed in turn, --no-deps
-    # (2.2.4 brings what they all need); TensorFlow 1.15 is not affected.
+    # (2.2.4 brings what they all need); its TensorFlow 1.15 is not measured.
     nox.param("3.7", TF1 + ["keras==2.2.4"], PATCH_COST_KERAS, id="keras")] + [
     nox.param(ENVIRONMENTS[name][0], ENVIRONMENTS[name][1], [], id=name)
     for name in ("tf-1.4", "tf-1.5", "tf-1.10", "tf-1.12", "tf-1.13", "tf-1.14")])
