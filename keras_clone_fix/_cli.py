@@ -194,6 +194,8 @@ def _failed(arguments, message, known, code):
 def _weights_text(arguments, file_format):
     if arguments.weights:
         return "weights from " + arguments.weights
+    if file_format == _model_file.SAVED_MODEL:
+        return "a SavedModel folder, weights from it"
     if file_format != "json":
         return "weights from the model file"
     return "the model's initial weights: the JSON has none (give --weights FILE)"
@@ -361,7 +363,8 @@ def _check_parser():
                     "nesting, shared calls, multi_gpu_model), and that keras-clone-fix "
                     "rebuilds it exactly. Each side runs in its own interpreter.")
     parser.add_argument("model_files", metavar="MODEL_FILE", nargs="+",
-                        help="a model saved with model.save() (HDF5) or model.to_json() (JSON); "
+                        help="a model saved with model.save() (HDF5, or a SavedModel folder on "
+                             "TensorFlow 2) or model.to_json() (JSON); "
                              "several are checked in turn by the same interpreters")
     parser.add_argument("--custom-objects", metavar="SPEC", action="append", default=[],
                         help="MODULE:NAME (a dict, or a function returning one) or MODULE (its "

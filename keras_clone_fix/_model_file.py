@@ -1,9 +1,10 @@
 """A user's MODEL_FILE: what it is, which family saved it, and loading it.
 
 `inspect_file` runs in the `check` command's own process and needs neither
-keras nor TensorFlow (h5py reads an HDF5 file's attributes): what the file
-says about itself (the Keras that saved it, the code its Lambda layers
-hold) is known before anything from it runs. `load` runs in a side's
+keras nor TensorFlow (h5py reads an HDF5 file's attributes; a SavedModel
+folder's protocol buffers are read here): what the file says about itself
+(the Keras that saved it, the code its Lambda layers hold) is known before
+anything from it runs. `load` runs in a side's
 interpreter. Every input that cannot be used raises BadInput with one line
 naming what is wrong.
 """
@@ -24,6 +25,7 @@ from keras_clone_fix._affected import api_version, package_of, parse_version
 from keras_clone_fix._check import KERAS_3, release_name
 
 HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+SAVED_MODEL = "savedmodel"  # the format of a SavedModel folder (model.save(folder), TensorFlow 2)
 ZIP_SIGNATURE = b"PK\x03\x04"
 STRINGS = (str, type(u""))  # Python 2's json gives unicode
 KERAS, TF_KERAS = "keras", "tf.keras"
@@ -48,9 +50,9 @@ class BadInput(Exception):
         self.known = known or {}
 
 
-def _readable(path, what):
+def _readable(path, what, or_folder=""):
     if not os.path.isfile(path):
-        raise BadInput("{} {}: no such file".format(what, path))
+        raise BadInput("{} {}: no such file{}".format(what, path, or_folder))
     try:
         with open(path, "rb") as opened:
             return opened.read(len(HDF5_SIGNATURE))
@@ -97,6 +99,100 @@ def _keras_archive_facts(path):
     return str(metadata.get("keras_version", "")), "", config
 
 
+# --- SavedModel folders: protocol buffers read without TensorFlow -----------
+
+def _varint(data, at):
+    """(value, where the next field starts) of the varint at `at` of a bytearray."""
+    value = shift = 0
+    while True:
+        byte = data[at]
+        value |= (byte & 0x7f) << shift
+        at += 1
+        if byte < 0x80:
+            return value, at
+        shift += 7
+
+
+def _fields(data):
+    """(field number, value) of each field of a protocol buffer message (a
+    bytearray), in order: an int, or the bytes of a string or message."""
+    at = 0
+    while at < len(data):
+        key, at = _varint(data, at)
+        kind = key & 7
+        if kind == 0:
+            value, at = _varint(data, at)
+        elif kind in (1, 2, 5):
+            size, at = (8, at) if kind == 1 else (4, at) if kind == 5 else _varint(data, at)
+            if at + size > len(data):
+                raise ValueError("a field runs past the end")
+            value, at = data[at:at + size], at + size
+        else:
+            raise ValueError("wire type {}".format(kind))
+        yield key >> 3, value
+
+
+def _field(data, number):
+    """The first field `number` of a message; empty where it has none."""
+    return next((value for found, value in _fields(data) if found == number), bytearray())
+
+
+def _string(data, number):
+    return _text(bytes(_field(data, number)))
+
+
+# The root object's metadata (a JSON) in each file, by field numbers: from
+# TensorFlow 2.5, keras_metadata.pb's SavedMetadata.nodes (1), the one whose
+# node_path (3) is "root", its identifier (4) and metadata (5); before,
+# saved_model.pb's SavedModel.meta_graphs (2), its object_graph_def (7), the
+# first of its nodes (1): user_object (4), with identifier (1) and metadata (3).
+KERAS_METADATA = "keras_metadata.pb"
+SAVED_MODEL_FILE = "saved_model.pb"
+# The identifiers of the Keras models model.save() writes as a root object.
+KERAS_MODELS = ("_tf_keras_network", "_tf_keras_model", "_tf_keras_sequential")
+
+
+def _root_object(path):
+    """(identifier, metadata) of the root object of a SavedModel folder,
+    as text ("" where none)."""
+    metadata_path = os.path.join(path, KERAS_METADATA)
+    if os.path.isfile(metadata_path):
+        with open(metadata_path, "rb") as opened:
+            metadata = bytearray(opened.read())
+        for number, node in _fields(metadata):
+            if number == 1 and _field(node, 3) == b"root":
+                return _string(node, 4), _string(node, 5)
+        return "", ""
+    with open(os.path.join(path, SAVED_MODEL_FILE), "rb") as opened:
+        graph = _field(_field(bytearray(opened.read()), 2), 7)
+    root = _field(_field(graph, 1), 4)
+    return _string(root, 1), _string(root, 3)
+
+
+def _saved_model_facts(path):
+    """(keras_version, backend, config) of a SavedModel folder Keras wrote."""
+    if not os.path.isfile(os.path.join(path, SAVED_MODEL_FILE)):
+        raise BadInput("{} is a folder but not a SavedModel (it has no {}): give a model file, or "
+                       "a folder that model.save() wrote".format(path, SAVED_MODEL_FILE))
+    try:
+        identifier, metadata = _root_object(path)
+        metadata = json.loads(metadata) if metadata else {}
+    except (IOError, OSError) as error:
+        raise BadInput("{}: its SavedModel cannot be read ({})".format(
+            path, error.strerror or error))
+    except (ValueError, IndexError) as error:  # not protocol buffers, or not JSON
+        raise BadInput("{}: its {} is not a SavedModel's protocol buffer ({})".format(
+            path, KERAS_METADATA if os.path.isfile(os.path.join(path, KERAS_METADATA)) else
+            SAVED_MODEL_FILE, error))
+    if identifier not in KERAS_MODELS or not isinstance(metadata, dict):
+        raise BadInput("{} is a SavedModel but not of a Keras model (written by "
+                       "tf.saved_model.save, not model.save()?): load_model cannot make a "
+                       "Keras model of it".format(path))
+    config = metadata.get("model_config") or {"class_name": metadata.get("class_name"),
+                                              "config": metadata.get("config")}
+    return metadata.get("keras_version", ""), metadata.get("backend", ""), config
+
+
 def _json_facts(path):
     try:
         with io.open(path, encoding="utf-8") as opened:
@@ -123,20 +219,23 @@ def _is_keras_3_config(config):
 
 
 def inspect_file(path, weights=None):
-    """What the file says about itself, read without keras: {"format":
-    "hdf5" | "keras" | "json", "keras_version" (KERAS_3_CONFIG for a Keras 3
-    config that names none), "backend", "saved_by": the
+    """What the file (or SavedModel folder) says about itself, read without
+    keras: {"format": "hdf5" | "keras" | "json" | SAVED_MODEL, "keras_version"
+    (KERAS_3_CONFIG for a Keras 3 config that names none), "backend", "saved_by": the
     family that saved it or None, "code_layers": [(Lambda layer name, the
     major Python that marshalled its code)]}."""
     if weights is not None:
         _readable(weights, "--weights")
-    signature = _readable(path, "model file")
-    if signature == HDF5_SIGNATURE:
-        file_format, facts = "hdf5", _hdf5_facts(path)
-    elif signature.startswith(ZIP_SIGNATURE):
-        file_format, facts = "keras", _keras_archive_facts(path)
+    if os.path.isdir(path):
+        file_format, facts = SAVED_MODEL, _saved_model_facts(path)
     else:
-        file_format, facts = "json", _json_facts(path)
+        signature = _readable(path, "model file", " or SavedModel folder")
+        if signature == HDF5_SIGNATURE:
+            file_format, facts = "hdf5", _hdf5_facts(path)
+        elif signature.startswith(ZIP_SIGNATURE):
+            file_format, facts = "keras", _keras_archive_facts(path)
+        else:
+            file_format, facts = "json", _json_facts(path)
     version, backend, config = str(facts[0]), str(facts[1]), facts[2]
     saved_by = None
     if version:
@@ -269,7 +368,7 @@ def custom_objects(specs):
 def load(keras, path, file_format, objects, weights=None):
     """The model of the file, weights from `weights` where given."""
     try:
-        if file_format != "json":  # HDF5, or Keras 3's .keras
+        if file_format != "json":  # HDF5, a SavedModel, or Keras 3's .keras
             try:
                 model = keras.models.load_model(path, custom_objects=objects, compile=False)
             except TypeError as error:  # before keras 2.0.?: no compile argument

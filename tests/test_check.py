@@ -539,7 +539,22 @@ def assert_bad_input(checked, *words):
 
 @pytest.mark.check_command
 def test_missing_file(tmp_path):
-    assert_bad_input(check(tmp_path / "nothing.h5"), "nothing.h5: no such file")
+    assert_bad_input(check(tmp_path / "nothing.h5"),
+                     "nothing.h5: no such file or SavedModel folder")
+
+
+@pytest.mark.parametrize("content, words", [
+    (None, "is a folder but not a SavedModel (it has no saved_model.pb)"),
+    (b"a text", "its saved_model.pb is not a SavedModel's protocol buffer"),
+    (b"", "is a SavedModel but not of a Keras model"),
+])
+@pytest.mark.check_command
+def test_folder_that_is_not_a_saved_model_of_keras(tmp_path, content, words):
+    folder = tmp_path / "model"
+    folder.mkdir()
+    if content is not None:
+        (folder / "saved_model.pb").write_bytes(content)
+    assert_bad_input(check(folder), str(folder), words)
 
 
 @pytest.mark.check_command

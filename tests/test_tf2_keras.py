@@ -179,24 +179,44 @@ CHECKED = [family for family in FAMILIES if family[2] is not None]
 
 @pytest.mark.parametrize("name, keras, release", CHECKED, ids=[name for name, _, _ in CHECKED])
 def test_check_names_the_risk_and_shows_the_load_wrong(name, keras, release, tmp_path):
-    """`check` of a model of calls in a cycle saved by this release: the layer
-    named at risk, the load wrong without the fix and every check ok with
-    it, exit 0, where the release is BROKEN; "not affected" only where it is not."""
-    path = str(tmp_path / "cycle.h5")
-    calls_in_a_cycle(keras).save(path)
+    """`check` of a model of calls in a cycle saved by this release as .h5
+    and as a SavedModel folder (one run checks both): the layer named at
+    risk, the load wrong without the fix and every check ok with it, exit
+    0, where the release is BROKEN; "not affected" only where it is not."""
+    model = calls_in_a_cycle(keras)
+    paths = [str(tmp_path / "cycle.h5"), str(tmp_path / "cycle")]
+    for path in paths:
+        model.save(path)
     keras.backend.clear_session()
-    finished = run_python(["-m", "keras_clone_fix", "check", "--json", path] + (
+    finished = run_python(["-m", "keras_clone_fix", "check", "--json"] + paths + (
         ["--tf-keras"] if name == "tf.keras" else ["--keras"]))
     report = json.loads(finished.stdout)
     assert finished.returncode == 0 and report["ok"] is True, finished.stdout + finished.stderr
-    checks = report["checks"]
-    assert all(got["patched"]["result"] in ("ok", "unavailable") for got in checks.values())
-    if not BROKEN["calls out of order"](release):
-        assert report["affected"] is False or "unpatched" not in checks["load"]
-        return
-    assert report["affected"] is True and "not affected" not in report["reason"]
-    assert [at for at in report["risks"] if at["layer"] == "cycle/s"], report["risks"]
-    assert checks["load"]["unpatched"]["result"] == "wrong", checks["load"]
+    made = report["models"]
+    assert [(each["model"], each["weights"]) for each in made] == [
+        (paths[0], "weights from the model file"),
+        (paths[1], "a SavedModel folder, weights from it")]
+    for each in made:
+        checks = each["checks"]
+        assert all(got["patched"]["result"] in ("ok", "unavailable") for got in checks.values())
+        if not BROKEN["calls out of order"](release):
+            assert each["affected"] is False or "unpatched" not in checks["load"]
+            continue
+        assert each["affected"] is True and "not affected" not in each["reason"]
+        assert [at for at in each["risks"] if at["layer"] == "cycle/s"], each["risks"]
+        assert checks["load"]["unpatched"]["result"] == "wrong", (each["model"], checks["load"])
+
+
+def test_check_refuses_a_saved_model_that_keras_did_not_write(tmp_path):
+    """A SavedModel of a tf.Module: one line saying what it is, exit 2."""
+    tensorflow = importlib.import_module("tensorflow")
+    path = str(tmp_path / "module")
+    tensorflow.saved_model.save(tensorflow.Module(), path)
+    finished = run_python(["-m", "keras_clone_fix", "check", path])
+    assert finished.returncode == 2 and finished.stderr == (
+        "python -m keras_clone_fix check: {} is a SavedModel but not of a Keras model (written "
+        "by tf.saved_model.save, not model.save()?): load_model cannot make a Keras model of "
+        "it\n".format(path)), finished.stderr
 
 
 # --- activation: the .pth at interpreter start, import, the pytest fixture --
