@@ -1,6 +1,7 @@
-"""keras-clone-fix: `clone_model`, and models called on new tensors, with
-multi-output layers, masks and tensor call arguments, in multi-backend
-Keras 2.x and in tf.keras of TensorFlow 1.x.
+"""keras-clone-fix: `clone_model`, models called on new tensors and models
+loaded (`load_model`, `from_config`) give back the model they were, on
+multi-backend Keras 2.0 - 2.3, the keras package 2.5 - 2.6 and tf.keras of
+TensorFlow 1.4 - 2.5 (_bugs.BUGS: what each release gets wrong).
 
 Importing this package applies the fix: at once to a family (`keras`,
 `tensorflow`) imported already, and to the others right after they are

@@ -391,7 +391,7 @@ def last_before(family, past):
 
 
 def range_shown(family, first, past, column):
-    """A measured range in a column's range: "✓" where it is the whole column."""
+    """A measured range in a column's range: a check mark where it is the whole column."""
     first, past = max(first, column[0]), min(past, column[1])
     if (first, past) == column:
         return u"\u2713"
