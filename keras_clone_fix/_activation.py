@@ -32,7 +32,7 @@ import types
 from keras_clone_fix import (
     FAMILIES, KerasCloneFixWarning, PatchError, _arm, _env_flag, _env_switch, _state)
 from keras_clone_fix._affected import (
-    imported_version, is_affected, target_name, targets_for)
+    fronted_family, imported_version, is_affected, target_name, targets_for)
 
 FORCE = "KERAS_CLONE_FIX_FORCE"
 state = _state  # the package's: the watcher and the switch use it at start
@@ -392,6 +392,11 @@ def _apply(families, force):
     cannot."""
     from keras_clone_fix._runtime import UnsupportedFunction
     failures = []
+    # A front decided while its fronted family was not imported yet waited
+    # for it: decided again now that it is.
+    families = list(families) + [
+        front for front in FAMILIES if front not in families and _imported(front)
+        and fronted_family(front, imported_version(front)) in families]
     for family in families:
         version = imported_version(family)
         should_patch, reason = _decide(family, version, force)
@@ -407,8 +412,14 @@ def _apply(families, force):
         failures.extend(cannot)
         if should_patch and not targets_for(family, version):  # forced, 'custom': no release
             should_patch, reason = False, reason + "; no release to take the targets of"
-        decision = reason + ("; not patched" if not should_patch else
-                             "; cannot patch " + "; ".join(cannot) if cannot else "; patched")
+        fronted = fronted_family(family, version)
+        if not should_patch and fronted and not _imported(fronted):
+            # tf.keras of TensorFlow 2.6 - 2.15 imports keras when first used.
+            decision = reason + "; waiting for `import {}`".format(fronted)
+        else:
+            decision = reason + ("; not patched" if not should_patch else
+                                 "; cannot patch " + "; ".join(cannot) if cannot else
+                                 "; patched")
         state.decisions = dict(state.decisions, **{family: decision})
     state.reason = "; ".join(state.decisions[family] for family in FAMILIES
                              if family in state.decisions)

@@ -585,15 +585,24 @@ FRONTS = (("keras", (2, 4, 0), (2, 5, 0), "tensorflow"),
           ("tensorflow", (2, 6, 0), (2, 16, 0), "keras"))
 
 
+def fronted_family(family, version):
+    """The family whose routines a release of `family` runs, where it is a
+    front for it (FRONTS); else None."""
+    parsed = parse_version(version, leading=True)
+    for front, first, past, other in FRONTS:
+        if front == family and parsed and first <= parsed < past:
+            return other
+    return None
+
+
 def deciding_release(family, version, version_of):
     """(family, version) of the release whose routines a release of `family`
     runs: the other family's where this one is a front for it (FRONTS;
     version_of(family) -> its version string, or None), else its own. For
     `check`, which loads a model with either family's API."""
-    parsed = parse_version(version, leading=True)
-    for front, first, past, other in FRONTS:
-        if front == family and parsed and first <= parsed < past and version_of(other):
-            return other, version_of(other)
+    other = fronted_family(family, version)
+    if other and version_of(other):
+        return other, version_of(other)
     return family, version
 
 

@@ -21,7 +21,7 @@ from conftest import (
     expect_upstream_failure, fix_in_mode, installed, run_pytest, run_python, run_python_once,
     version_of)
 from keras_clone_fix import _check
-from keras_clone_fix._affected import target_name, targets_for
+from keras_clone_fix._affected import fronted_family, target_name, targets_for
 
 GRAPH_MODE = "KERAS_CLONE_FIX_TEST_GRAPH_MODE"  # set: this module runs with eager execution off
 
@@ -237,6 +237,28 @@ def test_tf_keras_is_patched_at_interpreter_start():
     assert status["activated_by"] == ".pth at interpreter start"
     assert {name: status["targets"].get(name) for name in PATCHED_HERE} == dict.fromkeys(
         PATCHED_HERE, True), status
+
+
+@pytest.mark.activation
+@pytest.mark.skipif(not installed("tensorflow") or fronted_family(
+    "tensorflow", importlib.import_module("tensorflow").__version__) != "keras",
+    reason="needs TensorFlow 2.6 - 2.15, whose tf.keras is the keras package")
+def test_status_waits_for_the_keras_package_that_tf_keras_imports_when_used():
+    """Right after `from tensorflow import keras`, which imports the keras
+    package only when first used, status() says the fix waits for it (as
+    before any import), not that TensorFlow is not patched; once used, the
+    keras package's release decides."""
+    finished = run_python(["-c", "import json, sys, keras_clone_fix; "
+                                 "from tensorflow import keras; "
+                                 "before = keras_clone_fix.status(), 'keras' in sys.modules; "
+                                 "keras.models; after = keras_clone_fix.status(); "
+                                 "print(json.dumps([before[0].as_dict(), before[1], "
+                                 "after.as_dict()]))"])
+    before, imported, after = json.loads(finished.stdout.splitlines()[-1])
+    assert not imported and before["patched"] is False and before["reason"].endswith(
+        "that family's rows decide; waiting for `import keras`"), before
+    assert after["patched"] is bool(PATCHED_HERE) and "waiting" not in after["reason"] and \
+        after["reason"].startswith("keras " + after["keras_version"]), after
 
 
 @pytest.mark.activation
