@@ -202,7 +202,9 @@ BUGS = (
         rules=("LayerCallsKeptInOrder",),
         tests=("tests/test_faithful_clones.py::"
                "test_layer_calls_keep_their_order_in_a_clone_and_a_loaded_model",
-               "tests/test_tf2_keras.py::test_layer_calls_keep_their_order")),
+               "tests/test_tf2_keras.py::test_layer_calls_keep_their_order",
+               "tests/test_tf2_keras.py::"
+               "test_model_to_estimator_predicts_what_the_model_predicts")),
     Bug("clones on input_tensors do not reload",
         "a clone on given input_tensors, saved, does not load",
         (CLONE,), keras=(KERAS_FAMILY,), tensorflow=(((1, 4, 0), (2, 0, 0)),),
