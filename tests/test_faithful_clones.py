@@ -59,7 +59,8 @@ what the model computes, judged by check's engine.
 Runs on each family installed here at a release with clone_model: keras
 2.0.7 - 2.3.1 and tf.keras of TensorFlow 1.4 - 1.15, patched and unpatched
 (unpatched, a strict xfail where the release has the bug), and, unpatched,
-on tf_keras (the maintained Keras 2: the reference, which must pass).
+on tf_keras (the maintained Keras 2: the reference, which must pass). The
+tests of loading alone (LOADING_MODES) run on keras 2.0.0 - 2.0.6 too.
 """
 
 import importlib
@@ -85,17 +86,28 @@ FROZEN_WRAPPED = "frozen model in a wrapper"
 # tf.keras 1.9 - 1.13 gave the output the list of masks (with
 # MaskSetOnCopiedOutputs), which the model took as its input's mask.
 MODEL_ON_SURPLUS_MASKS = "a model on an output of more masks"
+# keras 2.0.0 - 2.0.2 pass a model called on new tensors the mask recorded in
+# its call (PropagatedMaskNotPassedBack): the nested model feeds the original's
+# placeholder.
+MASK_PASSED_BACK = "the recorded mask passed back"
 
 
 def _families():
     """(id, keras module, the bugs of these its release has, whether it is
-    patched) of each family installed here at a release these tests run on."""
+    patched, whether it has clone_model) of each family installed here at a
+    release these tests run on."""
     found = []
     if installed("keras"):
         keras = importlib.import_module("keras")
         version = version_of(keras)
         # Not on Theano: it compiles each LSTM model for minutes (as in
         # test_model_boundary); the rules are the same there.
+        if (2, 0, 0) <= version < (2, 0, 7) and keras.backend.backend() != "theano":
+            # No clone_model: the tests of loading run (LOADING_MODES).
+            found.append(("keras " + keras.__version__, keras,
+                          {LAMBDA_MASK, FROZEN_NESTED, FROZEN_WRAPPED} | (
+                              {MASK_PASSED_BACK} if version < (2, 0, 3) else set()),
+                          True, False))
         if (2, 0, 7) <= version < (2, 4, 0) and keras.backend.backend() != "theano":
             found.append(("keras " + keras.__version__, keras,
                           {LAMBDA_MASK, FROZEN_NESTED, GIVEN_INPUTS, ARGUMENT_MADE_LATER,
@@ -104,7 +116,7 @@ def _families():
                               {SURPLUS_MASKS, MODEL_ON_SURPLUS_MASKS} if version >= (2, 1, 6)
                               else set()) | (
                               {CALLS_OUT_OF_ORDER} if version < (2, 2, 5) else set()) | (
-                              {FROZEN_WRAPPED} if version < (2, 1, 4) else set()), True))
+                              {FROZEN_WRAPPED} if version < (2, 1, 4) else set()), True, True))
     if installed("tensorflow"):
         tensorflow = importlib.import_module("tensorflow")
         version = version_of(tensorflow)[:2]
@@ -132,16 +144,16 @@ def _families():
                               else set()) | (
                               {INPUT_RETURNED} if version < (1, 14) else set()) | (
                               {FROZEN_WRAPPED} if version < (1, 7) else set()),
-                          True))
+                          True, True))
     if installed("tf_keras"):
         tf_keras = importlib.import_module("tf_keras")
-        found.append(("tf_keras " + tf_keras.__version__, tf_keras, set(), False))
+        found.append(("tf_keras " + tf_keras.__version__, tf_keras, set(), False, True))
     return found
 
 
 FAMILIES = _families()
 if not FAMILIES:
-    pytest.skip("needs keras 2.0.7 - 2.3.1 (not on Theano), tf.keras of TensorFlow 1.4 - 1.15 "
+    pytest.skip("needs keras 2.0.0 - 2.3.1 (not on Theano), tf.keras of TensorFlow 1.4 - 1.15 "
                 "or tf_keras", allow_module_level=True)
 
 import numpy  # noqa: E402 (only where keras is, after the skip)
@@ -150,17 +162,25 @@ from keras_clone_fix._builtin_model import calls_in_a_cycle  # noqa: E402
 from keras_clone_fix import _check  # noqa: E402
 
 STEPS, VOCABULARY, BATCH = 5, 12, 4
-MODES = [pytest.param((family, mode), id="{} {}".format(family[0], mode),
-                      marks=[pytest.mark.unpatched] if mode == "unpatched" else [])
-         for family in FAMILIES
-         for mode in (("patched", "unpatched") if family[3] else ("unpatched",))]
+
+
+def _modes(families):
+    return [pytest.param((family, mode), id="{} {}".format(family[0], mode),
+                         marks=[pytest.mark.unpatched] if mode == "unpatched" else [])
+            for family in families
+            for mode in (("patched", "unpatched") if family[3] else ("unpatched",))]
+
+
+MODES = _modes([family for family in FAMILIES if family[4]])
+# The tests of loading only: they run on keras 2.0.0 - 2.0.6 too, which have no clone_model.
+LOADING_MODES = _modes(FAMILIES)
 
 
 @pytest.fixture(params=MODES)
 def family(request):
     """(keras module, the bugs its release has, mode): the fix on, then
     off, where the release is patched; off only on the reference."""
-    (_, keras, bugs, _), mode = request.param
+    (_, keras, bugs, _, _), mode = request.param
     with fix_in_mode(mode):
         yield keras, bugs, mode
     if hasattr(keras.backend, "clear_session"):
@@ -254,7 +274,7 @@ def sequential_of_a_lambda_mask_and_a_frozen_model(keras):
 
 
 def frozen_model_in_a_wrapper(keras):
-    """`inner.trainable = False; TimeDistributed(inner)`: keras 2.0.7 -
+    """`inner.trainable = False; TimeDistributed(inner)`: keras 2.0.0 -
     2.1.3 and tf.keras 1.4 - 1.6 keep the inner model's flag when wrapping
     (later ones set it to the wrapper's), and the wrapper's config makes
     the inner model from its own, which has none."""
@@ -366,6 +386,7 @@ def rebuilt_from_config_and_file(keras, model, path):
     (frozen_nested_model, FROZEN_NESTED), (frozen_inside_a_nested_model, FROZEN_NESTED),
     (frozen_model_in_a_wrapper, FROZEN_WRAPPED), (frozen_sequential_nested_model, FROZEN_NESTED)],
     ids=["nested", "inside a nested model", "in a wrapper", "a nested Sequential"])
+@pytest.mark.parametrize("family", LOADING_MODES, indirect=True)
 def test_frozen_model_stays_frozen_from_its_config_and_file(request, family, build, bug,
                                                             tmp_path):
     """Model.from_config, model_from_json and load_model of a model holding
@@ -402,17 +423,27 @@ def lambda_mask_inside_a_nested_sequential_model(keras):
     return keras.models.Model(tokens, L.Dense(1)(inner(tokens)))
 
 
+NESTED_LAMBDA_MASKS = (lambda_mask_inside_a_nested_model,
+                       lambda_mask_inside_a_nested_sequential_model)
+
+
 @pytest.mark.parametrize("build", [
     lambda_with_a_mask, lambda_mask_inside_a_nested_model,
     sequential_of_a_lambda_mask_and_a_frozen_model, lambda_mask_inside_a_nested_sequential_model],
     ids=["flat", "inside a nested model", "in a Sequential model", "inside a nested Sequential"])
+@pytest.mark.parametrize("family", LOADING_MODES, indirect=True)
 def test_lambda_mask_kept_from_its_config_and_file(request, family, build, tmp_path):
     """Model.from_config, model_from_json and load_model of a model holding
     a Lambda with a mask predict what the model predicts. A file saved with
     the fix loads with Keras's own code, the fix off, as a file saved
     without it: the release ignores the mask written beside the Lambda."""
-    expect(request, family, LAMBDA_MASK, "a Lambda comes back from its config without its mask")
-    keras, _, mode = family
+    keras, bugs, mode = family
+    if build in NESTED_LAMBDA_MASKS and MASK_PASSED_BACK in bugs:
+        expect(request, family, MASK_PASSED_BACK, "the nested model is given its recorded mask",
+               raises=importlib.import_module("tensorflow").errors.InvalidArgumentError)
+    else:
+        expect(request, family, LAMBDA_MASK,
+               "a Lambda comes back from its config without its mask")
     model = build(keras)
     inputs = _check.make_inputs(keras, model, BATCH, STEPS, seed=0)
     expected = model.predict(inputs[0])
