@@ -93,7 +93,7 @@ THEANO = dict(KERAS_BACKEND="theano", THEANO_FLAGS="optimizer=fast_compile")
 
 # TensorFlow 2.2 - 2.4 install on Python 3.8 with these (docs/testing.md).
 TF2_PINS = ["h5py==2.10.0", "numpy==1.18.5", "protobuf==3.20.3", "pytest<8"]
-TF2_ONLY = ["tests/test_tf2_keras.py"]
+TF2_ONLY = ["tests/test_tf2_keras.py", "tests/test_saved_model.py"]
 
 
 def tf_on_python36(tensorflow, tensorboard, numpy):

@@ -109,6 +109,7 @@ RULE_RISKS = {
     "TensorArgumentsRefused": (ARGUMENT_NOT_IN_CONFIG,),
     "ArgumentMakersWalked": (ARGUMENT_MAKER_LEFT_OUT,),
     "NestedModelArgumentsKept": (NESTED_ARGUMENT_NOT_IN_CONFIG,),
+    "SavedModelLoadedFromConfig": (MASKED_CALL, FROZEN_NESTED),
 }
 # The checks (_check.CHECKS) that a routine's mistakes endanger: the clone
 # routines clone (multi_gpu_model clones too; a Sequential model is cloned by
@@ -146,6 +147,8 @@ ROUTINE_CHECKS = {
     "set_connectivity_metadata": ("clone", "clone_of_clone", "nested", "called_twice",
                                   "multi_gpu"),
     "get_config": ("load", "from_config"),
+    # The SavedModel loader (load_model of a folder).
+    "load": ("load",),
     # The walk that gathers a model's layers and nodes (tf.keras 1.4 - 1.6's
     # __init__, _map_graph_network after): what the clone and the model called
     # on new tensors compute from.
@@ -408,6 +411,12 @@ TARGETS = (
            ("LayerCallsKeptInOrder",),
            "the same, tf.keras's, in the keras package 2.5 (keras-nightly) and 2.6; 2.7 keeps "
            "the order"),
+    Target("tensorflow", "tensorflow.python.keras.saving.saved_model.load", "load", (2, 0, 0),
+           (2, 5, 0), ("SavedModelLoadedFromConfig",),
+           "load_model of a SavedModel folder: the model revived from the functions traced "
+           "when it was saved, not made from its config: masks lost (2.0 - 2.1: other numbers, "
+           "or no load), a model holding a functional model not loaded (2.1), a frozen nested "
+           "model trainable (2.2 - 2.4)"),
     Target("tensorflow", "tensorflow.python.keras._impl.keras.engine.topology",
            "Network.get_config", (1, 4, 0), (1, 7, 0),
            ("TrainableWrittenInConfig", "LambdaMaskWritten", "TensorArgumentsRefused"),

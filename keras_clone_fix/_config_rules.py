@@ -7,8 +7,8 @@ import ast
 from keras_clone_fix._rewrite import (
     Rule, call_node, helper_name, is_attribute, located, name_of, unlocated_copy)
 from keras_clone_fix._runtime import (
-    lambda_mask_read, lambda_masks_written, layer_calls_in_order, tensor_arguments_refused,
-    trainable_read, trainable_written)
+    lambda_mask_read, lambda_masks_written, layer_calls_in_order, saved_model_from_config,
+    tensor_arguments_refused, trainable_read, trainable_written)
 
 
 class _ModelReturned(Rule):
@@ -218,3 +218,35 @@ class TensorArgumentsRefused(Rule):
         return node
 
     visit_TryExcept = visit_Try  # Python 2's try ... except
+
+
+class SavedModelLoadedFromConfig(Rule):
+    """The SavedModel loader's `load(path, compile, ...)` starts with `model
+    = saved_model_from_config(path, compile, saving_utils)` and
+    `if model is not None: return model`.
+
+    TensorFlow 2.0 - 2.4 load a Keras model saved as a SavedModel folder
+    from the functions traced when it was saved, not from its config, which
+    the folder holds too: a masked model loaded without its masks (2.0 -
+    2.1: other numbers, or `load_model` raises), a model holding a
+    functional model did not load (2.1: NotImplementedError), a frozen
+    model inside another loaded trainable (2.2 - 2.4). The model is made
+    from its config as a model file's is, given the folder's weights, each
+    found by its path and its layer's name or the load refused in one line
+    (SavedModelWeightsMissing), and compiled as the release compiles it. A
+    folder without a Keras model's config (a subclassed model, a custom
+    layer without get_config) loads as before.
+    """
+
+    helpers = (saved_model_from_config,)
+
+    def visit_FunctionDef(self, node):
+        if self.found:
+            return node
+        rebuilt = ast.parse("model = {}(path, compile, saving_utils)\n"
+                            "if model is not None:\n    return model\n".format(
+                                helper_name(saved_model_from_config).id)).body
+        node.body[:0] = [located(statement, node.body[0]) for statement in rebuilt]
+        self.rewritten(node)
+        return node
+

@@ -576,6 +576,138 @@ def argument_tensors_mapped(nodes_depths, layers_depths, inputs):
         walked_argument_makers_placed(list(nodes_before) + added, nodes_depths, layers_depths)
 
 
+class SavedModelWeightsMissing(ValueError):
+    """The model made from a SavedModel's config cannot be given every one
+    of its weights from the SavedModel's checkpoint."""
+
+
+# The SavedModel object kinds of a Keras model, whose metadata holds its config.
+KERAS_MODEL_IDENTIFIERS = ("_tf_keras_network", "_tf_keras_model", "_tf_keras_sequential")
+
+
+# How a model tracks its layers: "layer-3", "layer_with_weights-1".
+MODEL_LAYER_EDGES = ("layer-", "layer_with_weights-")
+
+
+def _children(node):
+    return dict((child.local_name, child.node_id) for child in node.children)
+
+
+def _metadata(node):
+    """A SavedModel object's Keras metadata (JSON), {} for another object."""
+    import json
+    text = node.user_object.metadata if node.WhichOneof("kind") == "user_object" else ""
+    return json.loads(text) if text else {}
+
+
+def saved_model_weight_values(model, saved_graph, checkpoint_graph, reader):
+    """[(weight, value)] for every weight of `model`, made from a
+    SavedModel's config, from the SavedModel's checkpoint (`reader`): each
+    weight reached by the path the model's own tracking gives it
+    (layer_with_weights-0/cell/kernel) in the checkpoint's object graph,
+    each of a model's layers on the way the one of that name in the
+    SavedModel's object graph (`saved_graph`), and each value of the
+    weight's shape. Raises SavedModelWeightsMissing, naming the weights,
+    where one is not reached so: the model would compute with weights of
+    its own."""
+    weights = dict((id(weight), weight) for weight in model.weights)
+    values, seen, walk = {}, set(), [(model, "", 0, 0)]
+    while walk:
+        tracked, edge, saved, kept = walk.pop()
+        if id(tracked) in seen:
+            continue
+        seen.add(id(tracked))
+        if id(tracked) in weights:
+            keys = [attribute.checkpoint_key for attribute
+                    in checkpoint_graph.nodes[kept].attributes
+                    if attribute.name == "VARIABLE_VALUE"]
+            value = reader.get_tensor(keys[0]) if keys else None
+            if value is not None and tuple(value.shape) == tuple(tracked.shape):
+                values[id(tracked)] = value
+            continue
+        # A model's layers, by their place in it: the config names them (an
+        # RNN's cell is named anew, unlike the saved one).
+        if edge.startswith(MODEL_LAYER_EDGES) and _metadata(
+                saved_graph.nodes[saved]).get("name") != getattr(tracked, "name", None):
+            continue
+        tracked._maybe_initialize_trackable()  # a model that tracked nothing yet
+        saved_children = _children(saved_graph.nodes[saved])
+        for name, child in _children(checkpoint_graph.nodes[kept]).items():
+            dependency = tracked._lookup_dependency(name)
+            if dependency is not None and name in saved_children:
+                walk.append((dependency, name, saved_children[name], child))
+    missing = [weight.name for weight in model.weights if id(weight) not in values]
+    if missing:
+        raise SavedModelWeightsMissing(
+            "the model made from this SavedModel's config does not find {} of its {} weights "
+            "in the SavedModel ({}): not loaded, as no model with other weights is returned "
+            "(keras-clone-fix)".format(len(missing), len(weights), ", ".join(missing)))
+    return [(weight, values[id(weight)]) for weight in model.weights]
+
+
+def saved_model_from_config(path, compile, saving_utils):
+    """The Keras model a SavedModel folder holds, made from its config as
+    a model file's is (the release's model_from_config, and so the fix's
+    from_config), given the SavedModel's weights (saved_model_weight_values)
+    and compiled from its training config as the release compiles a loaded
+    one. None where the folder holds no Keras model with a config (a
+    subclassed model, a custom layer without get_config; a folder of
+    saved_model.pbtxt) or the release cannot make the model from it (a
+    custom layer not given in custom_objects): the release's loader revives
+    it from its traced functions, as it does without the fix. TensorFlow
+    2.0 - 2.4's loader revives a model with a config from those functions
+    too: a masked model's masks lost (2.0 - 2.1: other numbers, or no
+    load), a model holding a functional model not loaded (2.1), a frozen
+    model in another loaded trainable (2.2 - 2.4)."""
+    import importlib
+    import json
+    import os
+
+    from tensorflow.core.protobuf import saved_model_pb2, trackable_object_graph_pb2
+    from tensorflow.python.training import checkpoint_utils
+
+    if not os.path.isfile(os.path.join(path, "saved_model.pb")):
+        return None
+    with open(os.path.join(path, "saved_model.pb"), "rb") as stream:
+        saved_model = saved_model_pb2.SavedModel.FromString(stream.read())
+    saved_graph = saved_model.meta_graphs[0].object_graph_def
+    root = saved_graph.nodes[0]
+    if (root.WhichOneof("kind") != "user_object"
+            or root.user_object.identifier not in KERAS_MODEL_IDENTIFIERS):
+        return None
+    # The release's own modules, beside its saving_utils (tensorflow_core's on
+    # 2.0 - 2.1, the keras package's from 2.6): from 2.2 its decoding reads
+    # tuples and shapes, written as objects; 2.0 - 2.1 write plain JSON.
+    saving = saving_utils.__name__.rpartition(".")[0]
+    try:
+        decode = importlib.import_module(saving + ".saved_model.json_utils").decode
+    except ImportError:
+        decode = json.loads
+    metadata = decode(root.user_object.metadata)
+    if not metadata.get("config"):
+        return None
+    model_from_config = importlib.import_module(saving + ".model_config").model_from_config
+    backend = importlib.import_module(saving.rpartition(".")[0] + ".backend")
+    try:
+        model = model_from_config({"class_name": metadata["class_name"],
+                                   "config": metadata["config"]})
+    except (ValueError, TypeError):
+        return None  # a layer the release makes no config of (custom, not given): as before
+    if metadata.get("trainable") is False:
+        model.trainable = False
+    reader = checkpoint_utils.load_checkpoint(os.path.join(path, "variables", "variables"))
+    checkpoint_graph = trackable_object_graph_pb2.TrackableObjectGraph.FromString(
+        reader.get_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"))
+    backend.batch_set_value(
+        saved_model_weight_values(model, saved_graph, checkpoint_graph, reader))
+    training_config = metadata.get("training_config")
+    if compile and training_config is not None:
+        model.compile(**saving_utils.compile_args_from_training_config(training_config))
+        if hasattr(saving_utils, "try_build_compiled_arguments"):  # as 2.4's loader does
+            saving_utils.try_build_compiled_arguments(model)
+    return model
+
+
 # What the fixed code may call, by name.
 HELPERS = dict((helper.__name__, helper) for helper in (
     one_mask_per_output, recorded_output_masks, without_propagated_mask, tensors_mapped,
@@ -584,4 +716,5 @@ HELPERS = dict((helper.__name__, helper) for helper in (
     given_input_layers_mapped, layer_calls_in_order, nodes_by_depth_in_call_order, computes_masks,
     propagated_mask_popped, tensor_arguments_refused, argument_tensors_to_walk,
     walked_argument_makers_placed, cloned_where_config_refused, masks_paired,
-    lambda_masks_written, lambda_mask_read, masks_on_copies, argument_tensors_mapped))
+    lambda_masks_written, lambda_mask_read, masks_on_copies, argument_tensors_mapped,
+    saved_model_from_config))

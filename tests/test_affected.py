@@ -112,6 +112,7 @@ SEQUENTIAL_CONFIG = "tensorflow.python.keras.engine.sequential.Sequential.get_co
 CONFIG_1_9 = [CLONE, SEQUENTIAL, NETWORK, FROM_CONFIG, GET_CONFIG, SEQUENTIAL_CONFIG,
               "tensorflow.python.keras.engine.sequential.Sequential.from_config"]
 WALK = "tensorflow.python.keras.engine.network._map_graph_network"
+SAVED_MODEL_LOAD = "tensorflow.python.keras.saving.saved_model.load.load"
 LAYERS_CALL = "tensorflow.python.layers.base.Layer.__call__"  # tf.layers', to 1.8
 
 
@@ -142,10 +143,16 @@ LAYERS_CALL = "tensorflow.python.layers.base.Layer.__call__"  # tf.layers', to 1
                 GET_CONFIG, ARGUMENTS, WALK]),
     ("1.15.0", ["tensorflow.python.keras.models._make_new_nodes", CLONE, FROM_CONFIG]),
     ("1.15.5", ["tensorflow.python.keras.models._make_new_nodes", CLONE, FROM_CONFIG]),
-    ("2.0.0", [CLONE, "tensorflow.python.keras.engine.network.reconstruct_from_config"]),
-    ("2.1.4", [CLONE, "tensorflow.python.keras.engine.network.reconstruct_from_config"]),
-    ("2.2.3", [CLONE, "tensorflow.python.keras.engine.network.reconstruct_from_config"]),
-    ("2.3.4", [CLONE, "tensorflow.python.keras.engine.functional.reconstruct_from_config"]),
+    ("2.0.0", [CLONE, "tensorflow.python.keras.engine.network.reconstruct_from_config",
+               SAVED_MODEL_LOAD]),
+    ("2.1.4", [CLONE, "tensorflow.python.keras.engine.network.reconstruct_from_config",
+               SAVED_MODEL_LOAD]),
+    ("2.2.3", [CLONE, "tensorflow.python.keras.engine.network.reconstruct_from_config",
+               SAVED_MODEL_LOAD]),
+    ("2.3.4", [CLONE, "tensorflow.python.keras.engine.functional.reconstruct_from_config",
+               SAVED_MODEL_LOAD]),
+    ("2.4.4", [CLONE, "tensorflow.python.keras.engine.functional.reconstruct_from_config",
+               SAVED_MODEL_LOAD]),
     ("2.5.3", [CLONE, "tensorflow.python.keras.engine.functional.reconstruct_from_config"]),
     ("2.6.5", []),
 ])

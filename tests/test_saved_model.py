@@ -1,0 +1,255 @@
+"""A model saved as a SavedModel folder (`model.save(path)` without `.h5`,
+TensorFlow 2's own format) and loaded with `load_model` computes what it
+computed, with its trainable weights: tf.keras of TensorFlow 2.0 - 2.15 (and
+the keras package of 2.6), and tf_keras 2.21, the reference, which must pass
+unpatched.
+
+A SavedModel round trip costs seconds a model (the save traces every
+layer's call functions, and the release's loader revives them): each model
+is saved once per family (module-scoped `saved`) and loaded in every mode.
+Each case loads patched and unpatched; where the release loads it wrong
+(BROKEN, as measured), unpatched is a strict xfail. Every case runs again in
+a new interpreter with eager execution off (test_every_case_holds_in_graph_mode).
+"""
+
+import importlib
+import os
+
+import pytest
+
+from conftest import expect_upstream_failure, fix_in_mode, installed, run_python, version_of
+from keras_clone_fix import _check
+from keras_clone_fix._affected import target_name, targets_for
+
+GRAPH_MODE = "KERAS_CLONE_FIX_TEST_GRAPH_MODE"  # set: this module runs with eager execution off
+
+
+def _families():
+    """(id, keras module, release): TensorFlow's (major, minor) for tf.keras
+    of TensorFlow 2.0 - 2.15 (from 2.6 the keras package it runs), None for
+    tf_keras, the reference."""
+    found = []
+    if installed("tensorflow"):
+        tensorflow = importlib.import_module("tensorflow")
+        release = version_of(tensorflow)[:2]
+        if (2, 0) <= release < (2, 16):
+            if os.environ.get(GRAPH_MODE):
+                tensorflow.compat.v1.disable_eager_execution()
+            found.append(("tf.keras", tensorflow.keras, release))
+    if installed("tf_keras"):
+        found.append(("tf_keras", importlib.import_module("tf_keras"), None))
+    return found
+
+
+FAMILIES = _families()
+if not FAMILIES:
+    pytest.skip("needs tf.keras of TensorFlow 2.0 - 2.15, or tf_keras", allow_module_level=True)
+
+import numpy  # noqa: E402 (only where keras is, after the skip)
+
+from keras_clone_fix._builtin_model import calls_in_a_cycle  # noqa: E402
+from keras_clone_fix._runtime import SavedModelWeightsMissing  # noqa: E402
+
+STEPS, BATCH = 5, 4
+RANDOM = numpy.random.RandomState(0)
+
+
+def padded_features():
+    """Features whose trailing steps are zeros (Masking masks them)."""
+    data = RANDOM.normal(size=(BATCH, STEPS, 2)).astype("float32")
+    data[0, 3:], data[1, 1:], data[2, 4:] = 0, 0, 0
+    return data
+
+
+def padded_tokens():
+    tokens = RANDOM.randint(1, 10, size=(BATCH, STEPS))
+    tokens[0, 3:], tokens[1, 2:] = 0, 0
+    return tokens
+
+
+# Each case: a small model of one class of issue 51, and data for it.
+def masked_pooling(keras):
+    L = keras.layers
+    x = L.Input((STEPS, 2))
+    return keras.models.Model(x, L.GlobalAveragePooling1D()(L.Masking()(x))), padded_features()
+
+
+def embedding_pooling(keras):
+    L = keras.layers
+    t = L.Input((STEPS,))
+    pooled = L.GlobalAveragePooling1D()(L.Embedding(10, 3, mask_zero=True)(t))
+    return keras.models.Model(t, pooled), padded_tokens()
+
+
+def masked_gru(keras):
+    L = keras.layers
+    x = L.Input((STEPS, 2))
+    return keras.models.Model(x, L.GRU(2)(L.Masking()(x))), padded_features()
+
+
+def shared_masked(keras):
+    """A Dense called on two masked branches, a dot-product attention
+    written with layers between them."""
+    L = keras.layers
+    x = L.Input((STEPS, 2))
+    shared = L.Dense(3)
+    a, b = shared(L.Masking()(x)), shared(L.Masking()(L.Multiply()([x, x])))
+    attended = L.Dot(axes=(2, 1))([L.Softmax()(L.Dot(axes=2)([a, b])), b])
+    return (keras.models.Model(x, L.GlobalAveragePooling1D()(L.Add()([a, attended]))),
+            padded_features())
+
+
+def nested(keras):
+    L = keras.layers
+    a = L.Input((3,))
+    inner = keras.models.Model(a, L.Dense(2)(a), name="inner")
+    x = L.Input((3,))
+    return keras.models.Model(x, L.Dense(1)(inner(x))), RANDOM.normal(size=(BATCH, 3))
+
+
+def frozen_in_time_distributed(keras):
+    """A frozen functional model inside TimeDistributed, then a trainable
+    nested model."""
+    L = keras.layers
+    a = L.Input((3,))
+    frozen = keras.models.Model(a, L.Dense(2)(a), name="frozen")
+    frozen.trainable = False
+    b = L.Input((4, 2))
+    other = keras.models.Model(b, L.Dense(2)(b), name="other")
+    x = L.Input((4, 3))
+    return (keras.models.Model(x, L.Dense(1)(other(L.TimeDistributed(frozen)(x)))),
+            RANDOM.normal(size=(BATCH, 4, 3)))
+
+
+def batch_normalization_in_time_distributed(keras):
+    L = keras.layers
+    x = L.Input((STEPS, 2))
+    normalized = L.TimeDistributed(L.BatchNormalization())(L.Masking()(x))
+    model = keras.models.Model(x, L.GlobalAveragePooling1D()(normalized))
+    model.layers[2].layer.set_weights([RANDOM.normal(size=2), RANDOM.normal(size=2),
+                                       RANDOM.normal(size=2), RANDOM.uniform(1, 2, size=2)])
+    return model, padded_features()
+
+
+def cycle(keras):
+    return calls_in_a_cycle(keras), RANDOM.normal(size=(BATCH, 3))
+
+
+CASES = [masked_pooling, embedding_pooling, masked_gru, shared_masked, nested,
+         frozen_in_time_distributed, batch_normalization_in_time_distributed, cycle]
+
+
+# Which releases load each case wrong unpatched (other numbers, other
+# trainable weights, or no load: AssertionError, NotImplementedError,
+# ValueError), measured on TensorFlow 2.0.4, 2.1.4, 2.2.3, 2.3.4, 2.4.4,
+# 2.5.3, 2.6.5 (keras 2.6.0), 2.8.4 (docs/releases.md).
+BROKEN = {
+    "masked_pooling": ((2, 1),),
+    "embedding_pooling": ((2, 1),),
+    "masked_gru": ((2, 1),),
+    "shared_masked": ((2, 1),),
+    "nested": ((2, 1),),
+    "frozen_in_time_distributed": ((2, 1), (2, 2), (2, 3), (2, 4)),
+    "batch_normalization_in_time_distributed": ((2, 1),),
+    "cycle": ((2, 1), (2, 2), (2, 3), (2, 4), (2, 5), (2, 6)),
+}
+# TensorFlow 2.0.4 loads masked cases wrong in some runs of this module and
+# right in others (five runs, eager and graph mode: all but embedding_pooling
+# wrong in one at least): not a strict xfail there, for every masked case.
+WRONG_IN_SOME_RUNS = {
+    (2, 0): ("masked_pooling", "embedding_pooling", "masked_gru", "shared_masked",
+             "batch_normalization_in_time_distributed"),
+}
+WRONG_OR_NOT_LOADED = (AssertionError, NotImplementedError, ValueError)
+
+
+def patched_here(keras):
+    return [target_name(target) for target in targets_for(*_check.release_of(keras))]
+
+
+@pytest.fixture(scope="module", params=FAMILIES, ids=[name for name, _, _ in FAMILIES])
+def saved(request, tmp_path_factory):
+    """(keras, release, {case: (folder, data, predictions, trainable weights)}):
+    each case's model saved once, as a SavedModel folder."""
+    _, keras, release = request.param
+    folders = {}
+    for case in CASES:
+        model, data = case(keras)
+        folder = str(tmp_path_factory.mktemp(case.__name__))
+        model.save(folder, save_format="tf")
+        folders[case.__name__] = (folder, data, model.predict(data), len(model.trainable_weights))
+    keras.backend.clear_session()
+    yield keras, release, folders
+
+
+MODES = ("patched", "unpatched")
+
+
+@pytest.mark.parametrize("mode", [pytest.param(mode, marks=[pytest.mark.unpatched]
+                                               if mode == "unpatched" else [])
+                                  for mode in MODES])
+@pytest.mark.parametrize("case", [case.__name__ for case in CASES])
+def test_loads_the_model_it_was(request, saved, case, mode):
+    """load_model of the folder predicts what the model predicted and has as
+    many trainable weights."""
+    keras, release, folders = saved
+    if mode == "patched" and not patched_here(keras):
+        pytest.skip("nothing patched here")
+    why = "{} on {}".format(case, _check.release_name(keras))
+    expect_upstream_failure(request, mode, release in BROKEN[case], why, WRONG_OR_NOT_LOADED)
+    if mode == "unpatched" and case in WRONG_IN_SOME_RUNS.get(release, ()):
+        request.applymarker(pytest.mark.xfail(raises=WRONG_OR_NOT_LOADED, strict=False,
+                                              reason=why + ", in some runs"))
+    folder, data, predictions, trainable = folders[case]
+    with fix_in_mode(mode):
+        loaded = keras.models.load_model(folder)
+        got = loaded.predict(data)
+    numpy.testing.assert_allclose(got, predictions, rtol=1e-5, atol=1e-5)
+    assert len(loaded.trainable_weights) == trainable
+    keras.backend.clear_session()
+
+
+def test_weights_the_config_does_not_make_are_refused(saved, tmp_path):
+    """A custom layer whose config leaves out what its weights' shapes come
+    from: the model made from the config cannot take the folder's weights,
+    and the load refuses in one line rather than return that model."""
+    keras = saved[0]
+    if not [name for name in patched_here(keras) if name.endswith(".saved_model.load.load")]:
+        pytest.skip("the SavedModel loader is not patched here")
+
+    class Projected(keras.layers.Layer):
+        def __init__(self, units=1, **kwargs):
+            super(Projected, self).__init__(**kwargs)
+            self.units = units
+
+        def build(self, input_shape):
+            self.kernel = self.add_weight(name="kernel", shape=(int(input_shape[-1]), self.units))
+            super(Projected, self).build(input_shape)
+
+        def call(self, inputs):
+            return keras.backend.dot(inputs, self.kernel)
+
+        def get_config(self):
+            return {"name": self.name}  # no units: made from it, its kernel has one column
+
+    x = keras.layers.Input((3,))
+    folder = str(tmp_path / "projected")
+    keras.models.Model(x, Projected(2)(x)).save(folder, save_format="tf")
+    # A scope: TensorFlow 2.0 - 2.1's load_model passes no custom_objects to a folder's load.
+    with fix_in_mode("patched"), keras.utils.CustomObjectScope({"Projected": Projected}):
+        with pytest.raises(SavedModelWeightsMissing) as refused:
+            keras.models.load_model(folder)
+    assert "1 of its 1 weights" in str(refused.value) and "\n" not in str(refused.value)
+    keras.backend.clear_session()
+
+
+@pytest.mark.skipif(bool(os.environ.get(GRAPH_MODE)), reason="runs the graph mode itself")
+def test_every_case_holds_in_graph_mode():
+    """This module's cases, in a new interpreter with eager execution off:
+    the same outcomes (strict xfails unpatched where BROKEN)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    finished = run_python(["-m", "pytest", "-p", "no:cacheprovider", "-q", "--rootdir", here,
+                           os.path.abspath(__file__)],
+                          env={GRAPH_MODE: "1", "PYTEST_ADDOPTS": None}, cwd=here)
+    summary = finished.stdout.strip().splitlines()[-1]
+    assert finished.returncode == 0 and " failed" not in summary, finished.stdout + finished.stderr
