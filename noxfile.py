@@ -139,7 +139,7 @@ ENVIRONMENTS = {
     # tf.keras of TensorFlow 2.2 - 2.6: one session for each source of the routines
     # patched there (reconstruct_from_config in network.py, functional.py, and
     # the keras package's; the clone routine is one source throughout), each
-    # running tests/test_tf2_keras.py alone. Activation: 2.3's targets are
+    # running tests/test_tf2_keras.py and test_saved_model.py alone. Activation: 2.3's targets are
     # module functions of the tensorflow family, as 2.2's; 2.6's are the keras
     # family's, reached through tf.keras.
     "tf-2.2": ("3.8", ["tensorflow-cpu==2.2.3"] + TF2_PINS, leaving(ACTIVATION, running=TF2_ONLY)),
