@@ -11,6 +11,7 @@
     nox -s check-cost   # seconds and memory of `check` on BERT-base and ResNet50
     nox -s startup startup-2.7   # start-up figures on Python 3.13 and 2.7
     nox -s patch-cost   # what patch() costs on every affected release
+    nox -s load-cost    # load_model of ResNet50 (.h5, SavedModel) with the fix and without, TF 2
     nox -s layer-call-cost    # what the fix adds to a layer call on tf.keras 1.12, 1.13
 
 Each session installs the one wheel built from this tree (never an editable
@@ -422,6 +423,14 @@ def startup_python2(session):
 
 PATCH_COST_KERAS = ["2.0.0", "2.0.6", "2.0.8", "2.1.6", "2.2.4", "2.2.5", "2.3.1"]
 PATCH_COST_BASELINE = os.path.join("benchmarks", "patch_time_baseline.json")
+# The TensorFlow 2 releases patched that no test session installs, with the pins they install with.
+TF2_OUTSIDE_THE_MATRIX = {
+    "tf-2.0": ("3.7", ["tensorflow-cpu==2.0.4", "h5py==2.10.0", "numpy==1.18.5",
+                       "protobuf==3.20.3"]),
+    "tf-2.4": ("3.8", ["tensorflow-cpu==2.4.4", "numpy==1.19.5", "h5py==2.10.0",
+                       "protobuf==3.20.3"]),
+    "tf-2.5": ("3.9", ["tensorflow-cpu==2.5.3", "h5py==3.1.0", "numpy==1.19.5"]),
+}
 
 
 @nox.session(name="patch-cost", venv_backend="venv")
@@ -430,7 +439,10 @@ PATCH_COST_BASELINE = os.path.join("benchmarks", "patch_time_baseline.json")
     # (2.2.4 brings what they all need); its TensorFlow 1.15 is not measured.
     nox.param("3.7", TF1 + ["keras==2.2.4"], PATCH_COST_KERAS, id="keras")] + [
     nox.param(ENVIRONMENTS[name][0], ENVIRONMENTS[name][1], [], id=name)
-    for name in ("tf-1.4", "tf-1.5", "tf-1.10", "tf-1.12", "tf-1.13", "tf-1.14")])
+    for name in ("tf-1.4", "tf-1.5", "tf-1.10", "tf-1.12", "tf-1.13", "tf-1.14",
+                 "keras-2.3.1-tf-2.1", "tf-2.2", "keras-2.4.3-tf-2.3", "keras-2.6.0-tf-2.6")] + [
+    nox.param(python, requirements, [], id=name)
+    for name, (python, requirements) in sorted(TF2_OUTSIDE_THE_MATRIX.items())])
 def patch_cost(session, requirements, keras_releases):
     """What keras_clone_fix.patch() costs right after `import keras` (or
     tensorflow) on each affected release of the matrix, beside the figures
@@ -441,6 +453,19 @@ def patch_cost(session, requirements, keras_releases):
             session.install("--no-deps", "keras==" + release)
         session.run("python", "benchmarks/patch_time.py", "--baseline", PATCH_COST_BASELINE,
                     *session.posargs, env=QUIET_TF)
+
+
+@nox.session(name="load-cost", venv_backend="venv")
+@nox.parametrize("python,requirements", [
+    nox.param(ENVIRONMENTS[name][0], ENVIRONMENTS[name][1], id=name)
+    for name in ("keras-2.4.3-tf-2.3", "keras-2.6.0-tf-2.6")])
+def load_cost(session, requirements):
+    """load_model of ResNet50 saved as .h5 and as a SavedModel folder, with
+    the fix and without, in one run, on the two sources of the TensorFlow 2
+    routines that loading runs patched; arguments go to
+    benchmarks/load_time.py."""
+    install(session, *requirements)
+    session.run("python", "benchmarks/load_time.py", *session.posargs, env=QUIET_TF)
 
 
 @nox.session(name="layer-call-cost", venv_backend="venv")
