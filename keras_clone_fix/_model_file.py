@@ -268,6 +268,8 @@ def _held_code(layer_config):
     or a Keras 3 "__lambda__" object."""
     for key in ("function", "output_shape", "mask"):
         value = layer_config.get(key)
+        if isinstance(value, dict) and value.get("class_name") == "__tuple__":
+            value = value.get("items")  # a tuple, as a SavedModel's Keras metadata writes it
         if isinstance(value, dict) and value.get("class_name") == "__lambda__":
             yield value.get("config", {}).get("code", "")
         elif layer_config.get(key + "_type") == "lambda" and isinstance(value, (list, tuple)) \

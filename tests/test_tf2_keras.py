@@ -232,6 +232,22 @@ def test_check_names_the_risk_and_shows_the_load_wrong(name, keras, release, tmp
         assert checks["load"]["unpatched"]["result"] == "wrong", (each["model"], checks["load"])
 
 
+def test_check_refuses_a_saved_model_whose_lambda_holds_code(tmp_path):
+    """Read before anything from the folder runs: a Lambda's code (in the
+    Keras metadata, a tuple written as {"class_name": "__tuple__"}) is named,
+    exit 2, unless --no-safe-mode."""
+    keras = FAMILIES[0][1]
+    path = str(tmp_path / "lambda")
+    keras.models.Sequential([keras.layers.Lambda(lambda x: x * 2.0, input_shape=(3,),
+                                                 name="doubled")]).save(path)
+    keras.backend.clear_session()
+    finished = run_python(["-m", "keras_clone_fix", "check", path])
+    assert finished.returncode == 2 and finished.stderr == (
+        "python -m keras_clone_fix check: {}: not loaded, as its Lambda layer doubled holds "
+        "Python code that loading would run; give --no-safe-mode if you trust the file\n".format(
+            path)), finished.stderr
+
+
 def test_check_refuses_a_saved_model_that_keras_did_not_write(tmp_path):
     """A SavedModel of a tf.Module: one line saying what it is, exit 2."""
     tensorflow = importlib.import_module("tensorflow")
