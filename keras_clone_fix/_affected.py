@@ -156,6 +156,9 @@ ROUTINE_CHECKS = {
     "map_graph_network": ("clone", "clone_of_clone", "nested", "called_twice", "multi_gpu"),
 }
 NESTED_MODEL_CHECKS = ("load", "from_config", "clone", "clone_of_clone", "multi_gpu")
+# The SavedModel loader: only load_model of a SavedModel folder runs it, never
+# an .h5 file's load, a config or a clone.
+SAVED_MODEL_ROUTINES = ("load",)
 
 
 class Target(object):
@@ -643,15 +646,16 @@ def target_name(target):
     return "{}.{}".format(target.module, target.attribute)
 
 
-def endangered_checks(family, version, risk, in_nested_model):
+def endangered_checks(family, version, risk, in_nested_model, saved_model=False):
     """The checks a risk of a model endangers on a release (a version string
     of a family), in no order: those of each routine patched there that gets
-    the risk wrong; none where the release is not affected."""
+    the risk wrong, and that the model's route runs (`saved_model`: it is
+    loaded from a SavedModel folder); none where the release is not affected."""
     checks = set()
     for target in targets_for(family, version):
-        if risk in target.risks:
-            routine = target.routine()
+        routine = target.routine()
+        if risk in target.risks and (saved_model or routine not in SAVED_MODEL_ROUTINES):
             checks.update(ROUTINE_CHECKS[routine])
-            if in_nested_model and routine not in CLONE_ROUTINES:
+            if in_nested_model and routine not in CLONE_ROUTINES + SAVED_MODEL_ROUTINES:
                 checks.update(NESTED_MODEL_CHECKS)
     return checks

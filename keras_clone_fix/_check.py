@@ -367,8 +367,11 @@ def model_risks(keras, model):
         arguments = [id(tensor) for layer in each.layers for node in inbound_nodes(layer)
                      for name, value in call_arguments(node).items() if name != "mask"
                      for tensor in tensors_in(value)]
+        # An input without a Keras history has no layer to name: a model that TensorFlow
+        # 2.0 - 2.1's SavedModel loader revived from its traced functions (without the fix).
         for tensor in as_list(getattr(each, "inputs", None)):
-            if id(tensor) not in arguments and not any(True for _ in calls_on(each, tensor)):
+            if hasattr(tensor, "_keras_history") and id(tensor) not in arguments and not any(
+                    True for _ in calls_on(each, tensor)):
                 found.append((prefix + tensor._keras_history[0].name, UNTAKEN_INPUT,
                               "a model input that no layer takes as input (a mask= "
                               "argument, which the call's recorded arguments leave out)",
@@ -395,14 +398,15 @@ def model_risks(keras, model):
     return found
 
 
-def risks(keras, model):
+def risks(keras, model, saved_model=False):
     """[(layer path, what puts it at risk, [the checks it endangers])] on
     this release: what the model has that the release's patched routines
-    get wrong (_affected.endangered_checks); none where it is not affected."""
+    get wrong (_affected.endangered_checks; `saved_model`: loaded from a
+    SavedModel folder); none where it is not affected."""
     family, version = release_of(keras)
     found = []
     for path, risk, what, nested in model_risks(keras, model):
-        checks = endangered_checks(family, version, risk, nested)
+        checks = endangered_checks(family, version, risk, nested, saved_model)
         if checks:
             found.append((path, what, [name for name in CHECKS if name in checks]))
     return found
@@ -746,17 +750,19 @@ def simulate_two_gpus(keras):
         tensorflow.config.set_soft_device_placement(True)
 
 
-def check_model(keras, model, batch=4, timesteps=8, seed=0, progress=None, given=None):
+def check_model(keras, model, batch=4, timesteps=8, seed=0, progress=None, given=None,
+                saved_model=False):
     """(risks, {check name: result}, the model's predictions, the inputs'
     shapes) of a model built or loaded in this interpreter; `given`: the
-    user's arrays for the model's inputs, else they are made from its inputs."""
+    user's arrays for the model's inputs, else they are made from its inputs;
+    `saved_model`: it was loaded from a SavedModel folder."""
     if given is None:
         inputs = make_inputs(keras, model, batch, timesteps, seed)
         other_inputs = make_inputs(keras, model, batch, timesteps, seed + 1, reverse=True)
     else:  # the rows in reverse order: another call, other masks
         inputs, other_inputs = given, [array[::-1] for array in given]
     shapes = [list(array.shape) for array in inputs]
-    found = risks(keras, model)
+    found = risks(keras, model, saved_model)
     try:
         checks = Checks(keras, model, inputs, other_inputs)
     except Exception as error:  # the model cannot even predict: nothing to compare with

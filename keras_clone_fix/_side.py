@@ -26,7 +26,7 @@ import time
 from keras_clone_fix import _check, _given_inputs
 from keras_clone_fix._affected import (
     api_version, imported_version, is_affected_running, package_of, parse_version)
-from keras_clone_fix._model_file import KERAS, BadInput
+from keras_clone_fix._model_file import KERAS, SAVED_MODEL, BadInput
 from keras_clone_fix._report import PATCHED, UNPATCHED
 
 PROGRESS = "PROGRESS "
@@ -84,14 +84,14 @@ def facts(family, keras):
 
 
 def run_checks(family, make_model, batch=4, timesteps=8, seed=0, progress=lambda text: None,
-               started=None, inputs_file=None, objects=None):
+               started=None, inputs_file=None, objects=None, saved_model=False):
     """(side: dict, the model's predictions): the engine on make_model(keras);
     `started`: when importing the family began (None: imported already,
     nothing to say); `inputs_file`: the user's
     arrays (.npz), else inputs are made from the model's; `objects`: the
     custom objects the model is loaded with, in scope (Keras's
     CustomObjectScope) while it is loaded and every rebuild is made, as a
-    user rebuilds it."""
+    user rebuilds it; `saved_model`: make_model loads a SavedModel folder."""
     import keras_clone_fix
     keras = family_module(family)
     side = facts(family, keras)
@@ -113,7 +113,7 @@ def run_checks(family, make_model, batch=4, timesteps=8, seed=0, progress=lambda
 
         given = _given_inputs.load(keras, model, inputs_file) if inputs_file else None
         risks, checks, predictions, shapes = _check.check_model(
-            keras, model, batch, timesteps, seed, checked, given)
+            keras, model, batch, timesteps, seed, checked, given, saved_model)
     side["patched"] = keras_clone_fix.status().patched
     # (Python 2's comprehensions leak their names: none of them may be `checks`.)
     side["risks"] = [collections.OrderedDict([("layer", layer), ("risk", risk),
@@ -226,7 +226,7 @@ def main(request_path):
                 side, predictions = run_checks(
                     family, _model_maker(model, request["fix"], objects), request["batch"],
                     request["timesteps"], request["seed"], progress, None if index else started,
-                    _native(model["inputs"]), objects)
+                    _native(model["inputs"]), objects, model["format"] == SAVED_MODEL)
                 if predictions is not None:
                     numpy.savez(model["predictions"], *predictions)
             except BadInput as error:

@@ -260,6 +260,15 @@ def test_endangered_checks(family, version, risk, nested, checks):
     assert endangered_checks(family, version, risk, nested) == checks
 
 
+@pytest.mark.parametrize("version, risk, nested", [
+    ("2.1.4", "masked call", False), ("2.3.4", "frozen nested model", True)])
+def test_the_saved_model_loader_endangers_only_a_saved_model_folder_load(version, risk, nested):
+    """What only the SavedModel loader gets wrong (its rows' risks) is no
+    risk of an .h5 file, a config or a clone: `check` names it for a folder."""
+    assert endangered_checks("tensorflow", version, risk, nested) == set()
+    assert endangered_checks("tensorflow", version, risk, nested, saved_model=True) == {"load"}
+
+
 def test_every_rule_fixes_a_bug_of_the_table_and_every_bug_has_rules():
     fixed = set(rule for bug in BUGS for rule in bug.rules)
     assert set(RULE_RISKS) <= fixed, sorted(set(RULE_RISKS) - fixed)
