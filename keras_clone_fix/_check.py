@@ -388,8 +388,9 @@ def model_risks(keras, model):
             config = each.get_config()
         except Exception:  # whatever a layer's get_config raises
             # A config that cannot be written is never read back: a custom layer
-            # without get_config, a tensor keyword argument (refused with the fix; on
-            # tf.keras 1.14 a model input that only such an argument takes: ValueError).
+            # without get_config, a tensor argument no layer of the model makes
+            # (refused with the fix; unpatched on tf.keras 1.14, a model input that
+            # only such an argument takes: ValueError).
             continue
         for name in layers_called_out_of_order(config):
             found.append((prefix + name, CALLS_OUT_OF_ORDER, "a layer whose calls the model's "

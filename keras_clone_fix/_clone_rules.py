@@ -94,12 +94,13 @@ class NestedModelArgumentsKept(_KeptInTheClone):
     holding one whose layer takes a tensor argument (`inner([h, w])`,
     `Attend()(a, attention_mask=w)` inside; `LSTM(2)(x, mask=m)`) came back
     from the clone computing without it (`ValueError: None values not
-    supported.`, or other numbers), and with TensorArgumentsRefused, which
-    refuses such a config, the clone was refused. TensorFlow 1.15 and
-    tf_keras write the tensor into the config, and the copy made from it
-    keeps it. Such a model, and only such, is cloned by the release's own
-    clone routine (clone_model, fixed), its calls made with their arguments;
-    the lambda keeps the config from being written first.
+    supported.`, or other numbers). TensorFlow 1.15 and tf_keras write the
+    tensor into the config, and the copy made from it keeps it; so does the
+    fix (TensorArgumentsWritten and TensorArgumentsRead), but for a tensor
+    that no layer of the nested model makes, whose config it refuses
+    (ArgumentNotInConfig). Such a model, and only such, is cloned by the
+    release's own clone routine (clone_model, fixed), its calls made with
+    their arguments; the lambda keeps the config from being written first.
     """
 
     helpers = (cloned_where_config_refused,)

@@ -1,22 +1,23 @@
 """The rules on a model's config: a frozen model written and read as
-frozen, a tensor argument it cannot hold refused, and a layer's calls
-made in their order."""
+frozen, a Lambda's mask and a call's tensor arguments written and read,
+and a layer's calls made in their order."""
 
 import ast
 
 from keras_clone_fix._rewrite import (
-    Rule, call_node, helper_name, is_attribute, located, name_of, unlocated_copy)
+    STATEMENT_LISTS, Rule, call_node, helper_name, is_attribute, located, name_of, nodes_in,
+    unlocated_copy)
 from keras_clone_fix._runtime import (
     lambda_mask_read, lambda_masks_written, layer_calls_in_order, saved_model_from_config,
-    tensor_arguments_refused, trainable_read, trainable_written)
+    tensor_arguments_read, tensor_arguments_written, trainable_read, trainable_written)
 
 
 class _ModelReturned(Rule):
     """The def's own last statement, `return <value>` where `returns(value)`
-    holds (not a return of a function nested in it) -> `return <helper>(<self.given>,
+    holds (not a return of a function nested in it) -> `return <helper>(<self.given>...,
     <value>)`."""
 
-    given = None
+    given = ()  # the names of the def that the helper is given before the value
 
     def returns(self, value):
         raise NotImplementedError
@@ -24,8 +25,8 @@ class _ModelReturned(Rule):
     def visit_FunctionDef(self, node):
         last = node.body[-1]
         if isinstance(last, ast.Return) and last.value is not None and self.returns(last.value):
-            last.value = located(call_node(helper_name(self.helpers[0]),
-                                           ast.Name(id=self.given, ctx=ast.Load()), last.value),
+            given = [ast.Name(id=name, ctx=ast.Load()) for name in self.given]
+            last.value = located(call_node(helper_name(self.helpers[0]), *(given + [last.value])),
                                  last.value)
             self.rewritten(last)
         return node
@@ -56,7 +57,7 @@ class TrainableWrittenInConfig(_ModelReturned):
     """
 
     helpers = (trainable_written,)
-    given = "self"
+    given = ("self",)
 
     def returns(self, value):
         return _is_models_config(value)
@@ -86,7 +87,7 @@ class LambdaMaskWritten(_ModelReturned):
     """
 
     helpers = (lambda_masks_written,)
-    given = "self"
+    given = ("self",)
 
     def returns(self, value):
         return (isinstance(value, ast.Call) and name_of(value.func) == helper_name(
@@ -133,7 +134,7 @@ class TrainableReadFromConfig(_ModelReturned):
     """
 
     helpers = (trainable_read,)
-    given = "config"
+    given = ("config",)
 
     def returns(self, value):
         return isinstance(value, ast.Call) and name_of(value.func) == "cls"
@@ -175,49 +176,101 @@ class LayerCallsKeptInOrder(Rule):
         return node
 
 
-def _dumps_node_arguments(statement):
-    """`json.dumps(node.arguments)`, the statement a model's get_config tries."""
-    call = getattr(statement, "value", None)
-    return (isinstance(statement, ast.Expr) and isinstance(call, ast.Call)
-            and is_attribute(call.func, "json", "dumps") and len(call.args) == 1
-            and is_attribute(call.args[0], "node", "arguments"))
-
-
-class TensorArgumentsRefused(Rule):
-    """A model's `get_config`: in `try: json.dumps(node.arguments) ... except
-    TypeError: <warn>; kwargs = {}`, the handler starts with
-    `tensor_arguments_refused(layer, node)`.
+class TensorArgumentsWritten(_ModelReturned):
+    """A model's `get_config`, after TrainableWrittenInConfig and
+    LambdaMaskWritten where its target has them: `return <config>` ->
+    `return tensor_arguments_written(self, node_conversion_map, <config>)`.
 
     Keras 2.0.0 - 2.3.1 and tf.keras of TensorFlow 1.4 - 1.14 leave out of
-    the config every argument of a layer call that JSON cannot hold, with a
-    warning: a tensor argument (`Attend()(x, attention_mask=w)`, `LSTM(2)(x,
-    mask=m)`) is not there, and `Model.from_config`, `model_from_json` and
-    `load_model` make the call without it (`ValueError`, or other numbers
-    with no error: tf.keras 1.13). No form of the config brings it back on
-    those releases: their `from_config` passes a call's arguments to the
-    layer as the config has them. TensorFlow 1.15 and tf_keras write `[layer
-    name, node index, tensor index]` for it and make the tensor from that.
-    The fix refuses such a config in one line, naming the layer and the
-    argument: no file is written that loads as another model. An argument
-    whose tensors are all inputs of the call (an RNN's `initial_state`)
-    comes back with them, and the rest is left out as before.
+    the config every argument of a layer call when JSON cannot hold one,
+    with a warning: a tensor argument (`Attend()(x, attention_mask=w)`,
+    `LSTM(2)(x, mask=m)`) is not there, and `Model.from_config`,
+    `model_from_json` and `load_model` make the call without it
+    (`ValueError`, or other numbers with no error: tf.keras 1.13). Their
+    `from_config` passes a call's arguments to the layer as the config has
+    them, so no form of those arguments brings a tensor back. The model's
+    config writes them in the layer's entry, each tensor as TensorFlow 1.15
+    and tf_keras write it, `[layer name, node index, tensor index]`, in a key
+    the releases' `from_config` does not read: such a file loads as before
+    where the fix is not installed. TensorArgumentsRead reads them back. A
+    Keras tensor that no layer of the model makes has no such name: the
+    config is refused in one line (ArgumentNotInConfig).
     """
 
-    helpers = (tensor_arguments_refused,)
+    helpers = (tensor_arguments_written,)
+    given = ("self", "node_conversion_map")
 
-    def visit_Try(self, node):
-        self.generic_visit(node)
-        if any(_dumps_node_arguments(statement) for statement in node.body):
-            for handler in node.handlers:
-                if name_of(handler.type) == "TypeError":
-                    call = call_node(helper_name(tensor_arguments_refused),
-                                     ast.Name(id="layer", ctx=ast.Load()),
-                                     ast.Name(id="node", ctx=ast.Load()))
-                    handler.body.insert(0, located(self.rewritten(ast.Expr(value=call)),
-                                                   handler.body[0]))
+    def returns(self, value):
+        written = (helper_name(trainable_written).id, helper_name(lambda_masks_written).id)
+        return _is_models_config(value) or (
+            isinstance(value, ast.Call) and name_of(value.func) in written)
+
+
+def _calls_layer_with_kwargs(statement):
+    """Whether `statement` holds `layer(<inputs>, **kwargs)`, the call a
+    model's from_config makes of each layer."""
+    for node in nodes_in(statement):
+        if isinstance(node, ast.Call) and name_of(node.func) == "layer":
+            starred = [keyword.value for keyword in node.keywords if keyword.arg is None]
+            starred += [node.kwargs] if getattr(node, "kwargs", None) else []  # Python 2
+            if any(name_of(value) == "kwargs" for value in starred):
+                return True
+    return False
+
+
+def _waits_for_a_node(statement):
+    """`if len(<layer's nodes>) <= inbound_node_index: <wait>`, where a model's
+    from_config puts back a call whose input is not made yet."""
+    test = getattr(statement, "test", None)
+    return (isinstance(statement, ast.If) and isinstance(test, ast.Compare)
+            and len(test.ops) == 1 and isinstance(test.ops[0], ast.LtE)
+            and name_of(test.comparators[0]) == "inbound_node_index")
+
+
+class TensorArgumentsRead(Rule):
+    """A model's `from_config`, where it makes a layer call: before the
+    statement that calls `layer(..., **kwargs)`, `kwargs =
+    tensor_arguments_read(config, layer, kwargs, created_layers)` and, where
+    it is None, what the routine does for an input not made yet (`if
+    len(inbound_layer._inbound_nodes) <= inbound_node_index: <wait>`: the
+    call goes back to the queue, or LookupError from keras 2.2.5). Keras
+    2.0.0 - 2.0.6 make each layer's calls as they make the layer, and wait
+    for nothing: there the helper is given `True` and raises, as they do for
+    an input not made yet (`Missing layer`).
+
+    The call gets the arguments TensorArgumentsWritten kept for it, each
+    tensor made from the layer, node and tensor it names, and waits until
+    that tensor is made, as for its inputs.
+    """
+
+    helpers = (tensor_arguments_read,)
+
+    def visit_FunctionDef(self, node):
+        if hasattr(self, "searched"):
+            return node
+        self.searched = True
+        waits = [statement for statement in nodes_in(node) if _waits_for_a_node(statement)]
+        for owner in nodes_in(node):  # outermost first
+            for field in STATEMENT_LISTS:
+                statements = getattr(owner, field, None)
+                for index, statement in enumerate(statements or ()):
+                    if isinstance(statement, ast.If) and _calls_layer_with_kwargs(statement):
+                        statements[index:index + 1] = self._read(statement, waits) + [statement]
+                        return node
         return node
 
-    visit_TryExcept = visit_Try  # Python 2's try ... except
+    def _read(self, statement, waits):
+        if not waits:
+            read, = unlocated_copy(ast.parse(
+                "kwargs = f(config, layer, kwargs, created_layers, True)\n").body)
+            read.value.func = helper_name(tensor_arguments_read)
+            return [located(self.rewritten(read), statement)]
+        read, wait = unlocated_copy(ast.parse(
+            "kwargs = f(config, layer, kwargs, created_layers)\n"
+            "if kwargs is None:\n    pass\n").body)
+        read.value.func = helper_name(tensor_arguments_read)
+        wait.body = unlocated_copy(waits[0].body)
+        return [located(self.rewritten(read), statement), located(wait, statement)]
 
 
 class SavedModelLoadedFromConfig(Rule):
@@ -249,4 +302,3 @@ class SavedModelLoadedFromConfig(Rule):
         node.body[:0] = [located(statement, node.body[0]) for statement in rebuilt]
         self.rewritten(node)
         return node
-

@@ -4,6 +4,7 @@ cannot fix. Imported by both the build (_build and the rules) and the warm path 
 and importing neither: no module of the package imports one that imports it.
 """
 
+import json
 from copy import copy as shallow_copy
 
 
@@ -187,37 +188,154 @@ def arguments_not_in_inputs(kwargs, node):
 
 
 class ArgumentNotInConfig(NotImplementedError):
-    """A model's config cannot hold a tensor argument of one of its layer
+    """A model's config cannot name a tensor argument of one of its layer
     calls: what Keras raises for a model without a config (a subclassed one)
     is what the callers that can do without one (the JSON asset of tf.keras
     1.12 - 1.14's SavedModel export) expect."""
 
 
 def arguments_left_out(node):
-    """The names of a layer call's recorded arguments that a model's config
-    leaves out and its layer calls cannot make again: those holding a Keras
-    tensor (json.dumps refuses it) that is not among the call's inputs. An
-    argument whose tensors are all inputs of the call (an RNN's initial_state
-    or constants) comes back with them, as the clone routine's do
-    (arguments_not_in_inputs)."""
+    """The names of a layer call's recorded arguments that the release's
+    model config leaves out and its layer calls cannot make again: those
+    holding a Keras tensor (json.dumps refuses it) that is not among the
+    call's inputs. An argument whose tensors are all inputs of the call (an
+    RNN's initial_state or constants) comes back with them, as the clone
+    routine's do (arguments_not_in_inputs)."""
     kept = arguments_not_in_inputs(node.arguments or {}, node)
     return sorted(name for name, value in kept.items() if tensors_in(value))
 
 
-def tensor_arguments_refused(layer, node):
-    """Raises ArgumentNotInConfig, in one line naming the layer and the
-    arguments, where a model's config would leave out a tensor argument of
-    the layer's call `node` (arguments_left_out): the model made from it
-    would compute without it. Else returns, and the release leaves the
-    arguments out as before (a plain backend tensor, K.learning_phase())."""
-    names = arguments_left_out(node)
-    if names:
-        raise ArgumentNotInConfig(
-            "layer {!r} is called with the tensor argument{} {}, which this release's model "
-            "config cannot hold (the model made from it would compute without it): save the "
-            "weights with save_weights and build the model in code to load them "
-            "(keras-clone-fix)".format(layer.name, "s" if len(names) > 1 else "",
-                                       ", ".join(names)))
+# Where a model's config keeps the call arguments its release leaves out: in
+# the layer's entry, a list with one item per call of `inbound_nodes` (None
+# for a call the release writes whole), a key the releases' from_config ignores.
+CALL_ARGUMENTS_KEY = "call_arguments"
+
+
+def _nodes_of(layer):
+    # Keras 2.0.x names the list inbound_nodes, 2.1 and later _inbound_nodes.
+    nodes = getattr(layer, "_inbound_nodes", None)
+    return layer.inbound_nodes if nodes is None else nodes
+
+
+def _node_key(layer_name, node_index):
+    """A node's key in a model's config routines (node_conversion_map), as
+    every release writes it."""
+    return layer_name + "_ib-" + str(node_index)
+
+
+def _is_json(value):
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _arguments_written(layer, node, node_conversion_map):
+    """The arguments of a layer call that the release's config leaves out
+    (json.dumps refuses one of them; those whose tensors are all inputs of
+    the call come back with them), each Keras tensor written as [layer name,
+    node index, tensor index] of the call of the model that makes it, as
+    tf_keras writes it. A value that is neither JSON nor a Keras tensor (a
+    backend tensor, K.learning_phase()) stays left out, as the release
+    leaves it. Raises ArgumentNotInConfig, in one line, for a Keras tensor
+    that no call of the model makes: a config cannot name it."""
+    def written(value, name):
+        if isinstance(value, (list, tuple)):
+            return [written(item, name) for item in value]
+        if isinstance(value, dict):
+            return dict((key, written(item, name)) for key, item in value.items())
+        if _is_keras_tensor(value):
+            maker, node_index, tensor_index = value._keras_history[:3]
+            key = _node_key(maker.name, node_index)
+            if key not in node_conversion_map:
+                raise ArgumentNotInConfig(
+                    "layer {!r} is called with the tensor argument {}, which no layer of the "
+                    "model makes, so the model's config cannot name it: make it an input of the "
+                    "model or the output of one of its layers, or save the weights with "
+                    "save_weights and build the model in code (keras-clone-fix)".format(
+                        layer.name, name))
+            return [maker.name, node_conversion_map[key], tensor_index]
+        return value
+    arguments = {}
+    for name, value in arguments_not_in_inputs(node.arguments, node).items():
+        value = written(value, name)
+        if _is_json(value):
+            arguments[name] = value
+    return arguments
+
+
+def tensor_arguments_written(model, node_conversion_map, config):
+    """A model's config (a copy) with the call arguments that it leaves out
+    written in their layer's entry (CALL_ARGUMENTS_KEY: _arguments_written
+    of each call the config keeps, in the order of its `inbound_nodes`):
+    Keras 2.x and tf.keras before TensorFlow 1.15 leave out every argument
+    of a call when JSON cannot hold one, with a warning, and a model made
+    from the config computed without them. `node_conversion_map`, the
+    routine's own, says which calls the config keeps and at which index.
+    The releases' from_config ignores the key: a file saved with the fix
+    loads as before where the fix is not installed."""
+    layers = dict((layer.name, layer) for layer in model.layers)
+    for entry in _layer_entries(config):
+        layer = layers.get(entry.get("name"))
+        written, written_any = [], False
+        for index, node in enumerate(_nodes_of(layer) if layer is not None else ()):
+            if _node_key(layer.name, index) not in node_conversion_map or not node.inbound_layers:
+                continue
+            arguments = None
+            if node.arguments and not _is_json(node.arguments):
+                arguments = _arguments_written(layer, node, node_conversion_map) or None
+            written.append(arguments)
+            written_any = written_any or arguments is not None
+        if written_any:
+            entry[CALL_ARGUMENTS_KEY] = written
+    return config
+
+
+def _is_model(layer):
+    """A model (a Container, a Network): its first node is its own, from
+    its inputs to its outputs, which a model's config does not count."""
+    return any(cls.__name__ in ("Container", "Network") for cls in type(layer).__mro__)
+
+
+def tensor_arguments_read(config, layer, kwargs, created_layers, at_once=False):
+    """`kwargs`, the arguments of the call of `layer` a model's from_config
+    makes next, with those tensor_arguments_written kept for it in the
+    layer's entry of `config`, each [layer name, node index, tensor index]
+    made the tensor it names; None where a tensor it names is not made yet
+    (the call waits, as for its inputs), or, `at_once` (keras 2.0.0 - 2.0.6,
+    whose routine waits for nothing), ValueError, as it raises for an input.
+    The routine makes a layer's calls in their order (LayerCallsKeptInOrder,
+    and the releases from keras 2.2.5): the next is the one after those the
+    layer has."""
+    entries = _layer_entries(config)
+    entry = next((entry for entry in entries if entry.get("name") == layer.name), None)
+    kept = entry.get(CALL_ARGUMENTS_KEY) if entry is not None else None
+    index = len(_nodes_of(layer)) - (1 if _is_model(layer) else 0)
+    if not isinstance(kept, list) or not 0 <= index < len(kept) or not kept[index]:
+        return kwargs
+    names = set(entry.get("name") for entry in entries)
+
+    def read(value):
+        if (isinstance(value, list) and len(value) == 3 and value[0] in names
+                and all(isinstance(item, int) for item in value[1:])):
+            made = created_layers.get(value[0])
+            nodes = _nodes_of(made) if made is not None else ()
+            if value[1] >= len(nodes):
+                raise LookupError(value[0])
+            return _flat(nodes[value[1]].output_tensors)[value[2]]
+        if isinstance(value, list):
+            return [read(item) for item in value]
+        if isinstance(value, dict):
+            return dict((key, read(item)) for key, item in value.items())
+        return value
+    try:
+        read_arguments = read(kept[index])
+    except LookupError as missing:
+        if at_once:
+            raise ValueError("Missing layer: {}".format(missing.args[0]))
+        return None
+    return dict(kwargs or {}, **read_arguments)
 
 
 def is_lambda(layer):
@@ -502,11 +620,13 @@ def _computable(node, given, known):
 def argument_tensors_to_walk(nodes, nodes_depths, inputs):
     """The tensors in the call arguments of the walked nodes (`nodes`, the
     walk's list, which grows as the caller walks each tensor yielded) that
-    a node the walk has not placed makes, where the model computes that
-    node from its `inputs`. A tensor from outside the model stays outside,
-    as the release keeps it. A node without call arguments costs one
-    attribute read."""
-    index, known, given = 0, None, None
+    a node the walk has not met makes, where the model computes that node
+    from its `inputs`: a model input that only an argument takes too, which
+    tf.keras 1.14 gives a depth without walking it (its config then skipped
+    it, and get_config raised). A tensor from outside the model stays
+    outside, as the release keeps it. A node without call arguments costs
+    one attribute read."""
+    index, known, given, walked = 0, None, None, set()
     while index < len(nodes):
         arguments = getattr(nodes[index], "arguments", None)
         index += 1
@@ -515,7 +635,10 @@ def argument_tensors_to_walk(nodes, nodes_depths, inputs):
         for tensor in tensors_in(arguments):
             producer = making_node(tensor)
             if producer in nodes_depths:
-                continue
+                if len(walked) < len(nodes):  # the list grew since
+                    walked.update(nodes)
+                if producer in walked:
+                    continue
             if known is None:
                 known = dict((node, True) for node in nodes_depths)
                 given = set(id(tensor) for tensor in tensors_in(inputs))
@@ -531,15 +654,14 @@ def walked_argument_makers_placed(nodes, nodes_depths, layers_depths):
     there the depth of its deepest such node. The depths Keras set stay as
     they were, so the layers it listed keep their order, and their weights
     theirs; a call before its argument's maker is ordered by
-    nodes_by_depth_in_call_order."""
-    first = len(nodes)
-    while first and nodes[first - 1] not in nodes_depths:
-        first -= 1
-    if first == len(nodes):
+    nodes_by_depth_in_call_order. (A model input the walk added keeps the
+    depth tf.keras 1.14 gave it.)"""
+    added = [node for node in nodes if node not in nodes_depths]
+    if not added:
         return
     deepest = max(nodes_depths.values())
     new_layers = set()
-    for node in nodes[first:]:
+    for node in added:
         made = [nodes_depths[producer] for producer in
                 (making_node(tensor) for tensor in tensors_in(node.input_tensors))
                 if producer is not node]
@@ -714,7 +836,8 @@ HELPERS = dict((helper.__name__, helper) for helper in (
     arguments_not_in_inputs, mask_through_input_layer, keras_masks, lambda_mask_kept,
     trainable_kept, trainable_written, trainable_read, given_input_layer,
     given_input_layers_mapped, layer_calls_in_order, nodes_by_depth_in_call_order, computes_masks,
-    propagated_mask_popped, tensor_arguments_refused, argument_tensors_to_walk,
+    propagated_mask_popped, tensor_arguments_written, tensor_arguments_read,
+    argument_tensors_to_walk,
     walked_argument_makers_placed, cloned_where_config_refused, masks_paired,
     lambda_masks_written, lambda_mask_read, masks_on_copies, argument_tensors_mapped,
     saved_model_from_config))

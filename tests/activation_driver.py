@@ -84,7 +84,7 @@ def keras_behaviour(keras):
         # Before 2.0.7 that model cannot be built, fix or no fix; a shared
         # masked model shows the bug there (and needs predict).
         return {"clone": None, "call": shared_model_called_twice(keras),
-                "from_config": frozen_read(keras), "get_config": tensor_argument_refused(keras),
+                "from_config": frozen_read(keras), "get_config": tensor_argument_written(keras),
                 "sequential_config": frozen_sequential_written(keras),
                 "sequential_from_config": sequential_lambda_mask_read(keras),
                 "sequential_clone": None, "walk": argument_maker_walked(keras)}
@@ -94,7 +94,7 @@ def keras_behaviour(keras):
     return {"clone": attempt(lambda: keras.models.clone_model(model))
             if hasattr(keras.models, "clone_model") else None,  # none before 2.0.7
             "call": attempt(lambda: keras.models.Model(new_input, model(new_input))),
-            "from_config": from_config_behaviour(keras), "get_config": tensor_argument_refused(keras),
+            "from_config": from_config_behaviour(keras), "get_config": tensor_argument_written(keras),
             "sequential_config": frozen_sequential_written(keras),
             "sequential_from_config": sequential_lambda_mask_read(keras),
             "sequential_clone": sequential_clone_masked(keras),
@@ -124,11 +124,10 @@ def frozen_model(keras):
     return model
 
 
-def tensor_argument_refused(keras):
-    """"ok" where a model's config refuses, in the fix's one line, a layer
-    call's tensor argument that it cannot hold (every affected release
-    leaves it out with a warning; TensorFlow 1.14 raises), else "left
-    out". Built, not run."""
+def tensor_argument_written(keras):
+    """"ok" where a model's config keeps a layer call's tensor argument that
+    the release leaves out (with a warning) in the layer's entry, else
+    "left out". Built, not run."""
     if hasattr(keras.backend, "clear_session"):
         keras.backend.clear_session()
 
@@ -140,14 +139,13 @@ def tensor_argument_refused(keras):
             return input_shape
 
     a, w = keras.layers.Input(shape=(3,)), keras.layers.Input(shape=(3,))
-    model = keras.models.Model([a, w], Scaled()(a, scale=w))
+    # w an input of a call too: the model's walk meets it, with the fix or without
+    model = keras.models.Model([a, w], Scaled(name="scaled")(keras.layers.add([a, w]), scale=w))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the release's own, where it leaves the argument out
-        try:
-            model.get_config()
-        except Exception as error:  # ours, of any copy of the package; or the release's
-            return "ok" if type(error).__name__ == "ArgumentNotInConfig" else "left out"
-    return "left out"
+        entries = model.get_config()["layers"]
+    (entry,) = [entry for entry in entries if entry["name"] == "scaled"]
+    return "ok" if entry.get("call_arguments") else "left out"
 
 
 def frozen_sequential_written(keras):
@@ -259,7 +257,7 @@ def tf_keras_behaviour(tensorflow):
     recorded = dict(lstm._inbound_nodes[0].arguments)
     encoder(keras.layers.Input(shape=(5,), dtype="int32"))
     return {"call": "ok" if lstm._inbound_nodes[0].arguments == recorded else "wrote into it",
-            "from_config": from_config_behaviour(keras), "get_config": tensor_argument_refused(keras),
+            "from_config": from_config_behaviour(keras), "get_config": tensor_argument_written(keras),
             "sequential_config": frozen_sequential_written(keras),
             "sequential_from_config": sequential_lambda_mask_read(keras)}
 

@@ -44,12 +44,6 @@ STATES_GIVEN_TWICE = (AssertionError, "")
 # The ways a model is rebuilt, each compared with the model itself.
 ROUTES = ("clone", "clone of the clone", "nested", "called twice", "from_config",
           "model_from_json", "load_model")
-CONFIG_ROUTES = ("from_config", "model_from_json", "load_model")
-# What the fix refuses in one line where the release has it (issue 45 item 6):
-# a model's config cannot hold a tensor argument of a layer call (keras 2.x,
-# tf.keras to 1.14), so the routes named here raise ArgumentNotInConfig.
-TENSOR_ARGUMENT_REFUSED = "a tensor keyword argument, which the release's model config cannot hold"
-REFUSED = {TENSOR_ARGUMENT_REFUSED: CONFIG_ROUTES}
 
 # What the generator asks of a release (tests/models.py says where each
 # holds for multi-backend Keras); tf.keras of TensorFlow 1.12+ and tf_keras
@@ -106,7 +100,6 @@ class RandomModel(object):
         self.keras, self.L, self.release = keras, keras.layers, Release(keras)
         self.custom_objects = dict(custom_layers(keras))
         self.features = set()        # what this model contains, for the report
-        self.limits = set()          # keys of REFUSED it has
         self.upstream_errors = set()  # how the unpatched release may fail to clone it
         self.unpatched_may_differ = False  # its unpatched clone may predict otherwise
         # Its unpatched clone computes from the model's own inputs (a tensor
@@ -303,7 +296,7 @@ class RandomModel(object):
         """A recurrent layer given `mask=m` (issue 45 item 4): `m` a boolean
         model input, or made by a Lambda comparing new token ids to 0 that
         nothing else takes (item 5). Keras keeps the tensor in the call's
-        arguments only, not in a config (item 6)."""
+        arguments only, not in a config (issue 52: the fix writes it there)."""
         inputs = self._take()
         if not inputs:
             return
@@ -317,7 +310,6 @@ class RandomModel(object):
             self.inputs.append(ids)
             mask = self.L.Lambda(lambda t: t > 0)(ids)  # no names: it is made from its config
             self.features.add("explicit mask: made by a layer")
-        self.limits.add(TENSOR_ARGUMENT_REFUSED)
         self.unpatched_may_differ = True  # measured wrong on some releases (item 4)
         self._call(self.L.SimpleRNN(3, return_sequences=True), inputs, "pass",
                    states=[("mask", Tensor(mask, False))])
@@ -393,7 +385,6 @@ class RandomModel(object):
                 value, flat = self._both(lambda x: dense(x[0]), [w])
                 w = Tensor(value, w.masked, flat, w.unpatched_masked)
                 self.features.add("tensor keyword argument: made for it alone")
-        self.limits.add(TENSOR_ARGUMENT_REFUSED)
         self.unpatched_misses_inputs = True  # every affected release
         self._call(self.custom_objects["Attend"](), inputs, "pass",
                    states=[("attention_mask", w)])

@@ -644,8 +644,8 @@ def test_a_frozen_model_is_written_into_its_config_and_read_back():
 
 
 class KerasTensor(object):
-    def __init__(self, layer):
-        self._keras_history = (layer, 0, 0)
+    def __init__(self, layer, node_index=0):
+        self._keras_history = (layer, node_index, 0)
 
 
 def input_layers_like_keras(model, input_tensors, layer_map, tensor_map):
@@ -913,56 +913,127 @@ def test_explicit_mask_recorded():
 
 
 class Called(object):
-    """A layer with one call: its node's input tensors and recorded arguments."""
+    """A layer of a model: its calls (nodes), each with its inputs'
+    layers, its input tensors and its recorded arguments; called again
+    (as a model's from_config calls it), it adds a node making `output`."""
 
-    def __init__(self, name, input_tensors, arguments):
-        self.name = name
-        self._inbound_nodes = [_Node(input_tensors, arguments)]
+    def __init__(self, name, *calls):
+        self.name, self._inbound_nodes = name, []
+        for layers, tensors, arguments in calls:
+            self._inbound_nodes.append(_Node(self, layers, tensors, arguments))
+
+    def __call__(self, inputs, **kwargs):
+        self._inbound_nodes.append(_Node(self, [], inputs, kwargs))
 
 
 class _Node(object):
-    def __init__(self, input_tensors, arguments):
-        self.input_tensors, self.arguments = input_tensors, arguments
+    def __init__(self, layer, inbound_layers, input_tensors, arguments):
+        self.inbound_layers, self.input_tensors, self.arguments = (
+            inbound_layers, input_tensors, arguments)
+        self.output_tensors = [KerasTensor(layer, len(layer._inbound_nodes))]
 
 
 # Bound by calls, as copy is above.
 json, warnings = importlib.import_module("json"), importlib.import_module("warnings")
 
 
-def config_like_keras(layers):
-    """The arguments a model's get_config (keras 2.x, tf.keras 1.4 - 1.14)
-    writes for each call."""
-    written = []
-    for layer in layers:
+def config_like_keras(self):
+    """A model's get_config (keras 2.x, tf.keras 1.4 - 1.14), shortened: the
+    layers' entries, a call's arguments left out where JSON cannot hold one."""
+    node_conversion_map = dict((layer.name + "_ib-" + str(index), index)
+                               for layer in self.layers
+                               for index in range(len(layer._inbound_nodes)))
+    config = {"layers": []}
+    for layer in self.layers:
+        filtered_inbound_nodes = []
         for node in layer._inbound_nodes:
-            if node.arguments:
-                try:
-                    json.dumps(node.arguments)
-                    kwargs = node.arguments
-                except TypeError:
-                    warnings.warn("Layer " + layer.name + " was passed non-serializable keyword "
-                                  "arguments: they will not be included")
-                    kwargs = {}
-            else:
+            try:
+                json.dumps(node.arguments)
+                kwargs = node.arguments
+            except TypeError:
+                warnings.warn("Layer " + layer.name + " was passed non-serializable keyword "
+                              "arguments: they will not be included")
                 kwargs = {}
-            written.append(kwargs)
-    return written
+            if node.inbound_layers:
+                filtered_inbound_nodes.append([[inbound.name, 0, 0, kwargs]
+                                               for inbound in node.inbound_layers])
+        config["layers"].append({"name": layer.name, "inbound_nodes": filtered_inbound_nodes})
+    return copy.deepcopy(config)
 
 
-def test_tensor_arguments_refused():
-    get_config = build_fixed(config_like_keras, ["TensorArgumentsRefused"])
-    x, h, w = KerasTensor("x"), KerasTensor("h"), KerasTensor("w")
-    kept = [Called("dense", [x], {"training": True}),
-            Called("decoder", [x, h], {"initial_state": [h]}),  # an input of the call too
-            Called("dropout", [x], {"training": object()})]  # not a Keras tensor: left out
+def from_config_like_keras(config, created_layers):
+    """A model's from_config (keras 2.0.7 - 2.2.4), shortened: the layers
+    are made; their calls, queued, are made when their inputs are."""
+    unprocessed_nodes = [(created_layers[entry["name"]], node_data)
+                         for entry in config["layers"] for node_data in entry["inbound_nodes"]]
+
+    def add_unprocessed_node(layer, node_data):
+        unprocessed_nodes.append((layer, node_data))
+
+    def process_node(layer, node_data):
+        for input_data in node_data:
+            kwargs = input_data[3]
+            inbound_node_index = input_data[1]
+            if len(created_layers[input_data[0]]._inbound_nodes) <= inbound_node_index:
+                add_unprocessed_node(layer, node_data)
+                return
+        if node_data:
+            layer(None, **kwargs)
+
+    while unprocessed_nodes:
+        process_node(*unprocessed_nodes.pop(0))
+    return created_layers
+
+
+def test_tensor_arguments_written_and_read():
+    """A call's tensor argument, left out of the config, is written as
+    [layer name, node index, tensor index] beside its layer's calls, and
+    the call made from the config takes the tensor it names, once made."""
+    get_config = build_fixed(config_like_keras, ["TensorArgumentsWritten"])
+    from_config = build_fixed(from_config_like_keras, ["TensorArgumentsRead"])
+    x, h = Called("x", ([], [], {})), Called("h")  # x: an input layer, its own call
+    h._inbound_nodes = [_Node(h, [x], [KerasTensor(x)], {})]
+    x_, h_ = KerasTensor(x), KerasTensor(h)
+    layers = [x, Called("dense", ([x], [x_], {"training": True})),
+              Called("decoder", ([x, h], [x_, h_], {"initial_state": [h_]})),  # an input too
+              Called("attend", ([x], [x_], {"attention_mask": h_, "scale": [h_, 2],
+                                            "training": object()})),  # not JSON: left out
+              h]
+    model = type("Model", (), {"layers": layers})()
     with pytest.warns(UserWarning):
-        assert get_config(kept) == [{"training": True}, {}, {}]
-    with pytest.raises(_runtime.ArgumentNotInConfig) as refused:
-        get_config(kept + [Called("attend", [x], {"attention_mask": w, "scale": [h, x]})])
+        config = get_config(model)
+    with pytest.warns(UserWarning):
+        released = config_like_keras(model)
+    entries = dict((entry["name"], entry) for entry in config["layers"])
+    written = entries["attend"].pop("call_arguments")
+    assert written == [{"attention_mask": ["h", 0, 0], "scale": [["h", 0, 0], 2]}]
+    assert config == released  # the rest is what the release writes
+    entries["attend"]["call_arguments"] = written
+    def made_layers():  # as a model's from_config makes them, an input layer with its call
+        return dict((layer.name, Called(layer.name, *([([], [], {})] if layer is x else [])))
+                    for layer in layers)
+
+    made = from_config(config, made_layers())
+    (attend,) = made["attend"]._inbound_nodes  # made after h, whose output it takes
+    (made_by_h,) = made["h"]._inbound_nodes[0].output_tensors
+    assert attend.arguments == {"attention_mask": made_by_h, "scale": [made_by_h, 2]}
+    assert made["decoder"]._inbound_nodes[0].arguments == {}  # its state comes as an input
+    assert from_config_like_keras(config, made_layers())["attend"]._inbound_nodes[0].arguments == {}
+
+
+def test_a_tensor_no_layer_makes_is_refused_in_one_line():
+    get_config = build_fixed(config_like_keras, ["TensorArgumentsWritten"])
+    outside, x = Called("outside"), Called("x", ([], [], {}))
+    model = type("Model", (), {"layers": [x, Called("attend", (
+        [x], [KerasTensor(x)], {"attention_mask": KerasTensor(outside)}))]})()
+    with pytest.raises(_runtime.ArgumentNotInConfig) as refused, pytest.warns(UserWarning):
+        get_config(model)
     assert str(refused.value).startswith(
-        "layer 'attend' is called with the tensor arguments attention_mask, scale, which this "
-        "release's model config cannot hold")
+        "layer 'attend' is called with the tensor argument attention_mask, which no layer of "
+        "the model makes")
     assert "\n" not in str(refused.value)
+
+
 def map_graph_network(inputs, outputs):
     """The walk that gathers a model's nodes and layers (Keras 2.2's
     _map_graph_network, shortened): from the outputs through the tensors
@@ -1036,7 +1107,8 @@ def test_argument_makers_walked():
 
 class RefusedModel(FromConfig):
     """A model (it has `layers`) whose config the fix refuses: a call inside
-    it takes a tensor argument (TensorArgumentsRefused)."""
+    it takes a tensor argument that no layer of the model makes
+    (TensorArgumentsWritten)."""
     layers = ()
 
     def get_config(self):

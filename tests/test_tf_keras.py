@@ -254,7 +254,7 @@ def test_tensor_keyword_argument(request, clone_mode, rebuilt, how):
     checks = ["clone", "clone_of_clone", "nested", "called_twice", "multi_gpu",
               "original_unchanged"] if CALLING_ROUTINE_PATCHED else [
         "clone", "clone_of_clone", "multi_gpu", "original_unchanged"]
-    # Up to 1.14 the model's config cannot hold it: get_config refuses it with the fix.
+    # Up to 1.14 the model's config leaves it out (with the fix, it keeps it aside).
     assert [(what, found) for _, what, found in _check.risks(keras, model)] == [
         ("called with tensor arguments: attention_mask", checks)] + ([
             ("called with tensor arguments that a model's config leaves out: attention_mask",
