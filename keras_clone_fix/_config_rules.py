@@ -193,8 +193,8 @@ class TensorArgumentsWritten(_ModelReturned):
     and tf_keras write it, `[layer name, node index, tensor index]`, in a key
     the releases' `from_config` does not read: such a file loads as before
     where the fix is not installed. TensorArgumentsRead reads them back. A
-    Keras tensor that no layer of the model makes has no such name: the
-    config is refused in one line (ArgumentNotInConfig).
+    tensor that no layer of the model makes (a backend constant) has no such
+    name: the config is refused in one line (ArgumentNotInConfig).
     """
 
     helpers = (tensor_arguments_written,)

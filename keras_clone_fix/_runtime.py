@@ -128,7 +128,7 @@ def without_propagated_mask(arguments, node):
     input tensors carried: the one `Layer.__call__` propagated and recorded
     (Keras 2.0.0 - 2.0.2). A mask the user passed otherwise stays."""
     mask = arguments.get("mask")
-    recorded = recorded_output_masks(node.input_tensors)
+    recorded = recorded_output_masks(_flat(node.input_tensors))  # tf.keras 1.14: nested
     propagated = recorded if isinstance(mask, list) else recorded[:1]
     masks = mask if isinstance(mask, list) else [mask]
     if (len(masks) == len(propagated) and any(m is not None for m in masks)
@@ -231,15 +231,37 @@ def _is_json(value):
     return True
 
 
+def _is_backend_tensor(value):
+    """A TensorFlow tensor or variable (its op and dtype), or a Theano one
+    (its owner and type)."""
+    return (hasattr(value, "op") and hasattr(value, "dtype")) or (
+        hasattr(value, "owner") and hasattr(value, "type"))
+
+
+def _is_learning_phase(value):
+    """K.learning_phase(), by the name every backend gives it."""
+    return str(getattr(value, "name", "")).startswith("keras_learning_phase")
+
+
 def _arguments_written(layer, node, node_conversion_map):
     """The arguments of a layer call that the release's config leaves out
     (json.dumps refuses one of them; those whose tensors are all inputs of
     the call come back with them), each Keras tensor written as [layer name,
     node index, tensor index] of the call of the model that makes it, as
-    tf_keras writes it. A value that is neither JSON nor a Keras tensor (a
-    backend tensor, K.learning_phase()) stays left out, as the release
-    leaves it. Raises ArgumentNotInConfig, in one line, for a Keras tensor
-    that no call of the model makes: a config cannot name it."""
+    tf_keras writes it. Raises ArgumentNotInConfig, in one line, for a
+    tensor that no call of the model makes, which a config cannot name: a
+    Keras tensor from outside the model, a backend tensor (K.constant(...)).
+    K.learning_phase(), what a layer takes by default, the mask Keras 2.0.0
+    - 2.0.2 record as propagated, and a value that is no tensor and no JSON
+    (a numpy array) stay left out, as the release leaves them."""
+    def refused(name):
+        return ArgumentNotInConfig(
+            "layer {!r} is called with the tensor argument {}, which no layer of the model "
+            "makes, so the model's config cannot name it: make it an input of the model or the "
+            "output of one of its layers (a Lambda returning a constant), or save the weights "
+            "with save_weights and build the model in code (keras-clone-fix)".format(
+                layer.name, name))
+
     def written(value, name):
         if isinstance(value, (list, tuple)):
             return [written(item, name) for item in value]
@@ -249,16 +271,16 @@ def _arguments_written(layer, node, node_conversion_map):
             maker, node_index, tensor_index = value._keras_history[:3]
             key = _node_key(maker.name, node_index)
             if key not in node_conversion_map:
-                raise ArgumentNotInConfig(
-                    "layer {!r} is called with the tensor argument {}, which no layer of the "
-                    "model makes, so the model's config cannot name it: make it an input of the "
-                    "model or the output of one of its layers, or save the weights with "
-                    "save_weights and build the model in code (keras-clone-fix)".format(
-                        layer.name, name))
+                raise refused(name)
             return [maker.name, node_conversion_map[key], tensor_index]
+        if _is_backend_tensor(value) and not _is_learning_phase(value):
+            raise refused(name)
         return value
     arguments = {}
-    for name, value in arguments_not_in_inputs(node.arguments, node).items():
+    kept = arguments_not_in_inputs(node.arguments, node)
+    if "mask" in kept:  # Keras 2.0.0 - 2.0.2 record the mask they propagate: it is again
+        kept = without_propagated_mask(kept, node)
+    for name, value in kept.items():
         value = written(value, name)
         if _is_json(value):
             arguments[name] = value

@@ -160,6 +160,7 @@ import numpy  # noqa: E402 (only where keras is, after the skip)
 
 from keras_clone_fix._builtin_model import calls_in_a_cycle  # noqa: E402
 from keras_clone_fix import _check  # noqa: E402
+from keras_clone_fix._runtime import ArgumentNotInConfig  # noqa: E402
 
 STEPS, VOCABULARY, BATCH = 5, 12, 4
 
@@ -770,6 +771,38 @@ def test_a_tensor_argument_is_kept_in_the_config(request, family, build, layer_c
             assert outcomes[0] == outcomes[1]
         else:
             numpy.testing.assert_allclose(outcomes[0], outcomes[1], rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("made", ["a constant", "an input of no model"])
+@pytest.mark.parametrize("family", LOADING_MODES, indirect=True)
+def test_a_tensor_no_layer_makes_is_refused_in_one_line(request, family, made, tmp_path):
+    """A tensor argument that no layer of the model makes (a backend
+    constant, a tensor of another graph) has no name in a config: with the
+    fix `save` and `get_config` refuse the model in one line naming the layer
+    and the argument and saying what to do; the release writes the file, and
+    the model loaded from it computes without the argument. K.learning_phase()
+    as `training=` is saved as before."""
+    keras, bugs, mode = family
+    if ARGUMENT_NOT_IN_CONFIG not in bugs:
+        pytest.skip("the release writes a tensor argument itself (a constant by its value)")
+    expect(request, family, ARGUMENT_NOT_IN_CONFIG, "the release saves the model without the "
+           "tensor argument")
+    L = keras.layers
+    a = L.Input(shape=(3,))
+    w = keras.backend.constant(numpy.ones((1, 3))) if made == "a constant" else L.Input(
+        shape=(3,))
+    model = keras.models.Model(a, attend_class(keras)(name="attend")(a, attention_mask=w))
+    try:
+        model.save(str(tmp_path / "model.h5"))
+        message = None
+    except ArgumentNotInConfig as refusal:
+        message = str(refusal)
+    assert message is not None, "saved without the tensor argument"
+    assert "\n" not in message and message.startswith(
+        "layer 'attend' is called with the tensor argument attention_mask, which no layer of the "
+        "model makes"), message
+    dropped = keras.models.Model(a, L.Dropout(0.5)(a, training=keras.backend.learning_phase()))
+    dropped.save(str(tmp_path / "dropout.h5"))
 
 
 def attention_in_a_nested_model(keras, name="inner"):

@@ -1021,17 +1021,31 @@ def test_tensor_arguments_written_and_read():
     assert from_config_like_keras(config, made_layers())["attend"]._inbound_nodes[0].arguments == {}
 
 
-def test_a_tensor_no_layer_makes_is_refused_in_one_line():
+class BackendTensor(object):
+    """A TensorFlow tensor: its op and dtype, no Keras history."""
+    op, dtype = "Const", "float32"
+
+    def __init__(self, name):
+        self.name = name
+
+
+@pytest.mark.parametrize("tensor", [KerasTensor(Called("outside")), BackendTensor("Const:0")],
+                         ids=["a Keras tensor of no layer of the model", "a backend constant"])
+def test_a_tensor_no_layer_makes_is_refused_in_one_line(tensor):
     get_config = build_fixed(config_like_keras, ["TensorArgumentsWritten"])
-    outside, x = Called("outside"), Called("x", ([], [], {}))
+    x = Called("x", ([], [], {}))
     model = type("Model", (), {"layers": [x, Called("attend", (
-        [x], [KerasTensor(x)], {"attention_mask": KerasTensor(outside)}))]})()
+        [x], [KerasTensor(x)], {"attention_mask": tensor}))]})()
     with pytest.raises(_runtime.ArgumentNotInConfig) as refused, pytest.warns(UserWarning):
         get_config(model)
     assert str(refused.value).startswith(
         "layer 'attend' is called with the tensor argument attention_mask, which no layer of "
         "the model makes")
     assert "\n" not in str(refused.value)
+    learning = type("Model", (), {"layers": [x, Called("dropout", (
+        [x], [KerasTensor(x)], {"training": BackendTensor("keras_learning_phase:0")}))]})()
+    with pytest.warns(UserWarning):  # left out, as the release leaves it
+        assert "call_arguments" not in get_config(learning)["layers"][1]
 
 
 def map_graph_network(inputs, outputs):
