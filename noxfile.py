@@ -94,7 +94,7 @@ THEANO = dict(KERAS_BACKEND="theano", THEANO_FLAGS="optimizer=fast_compile")
 
 # TensorFlow 2.2 - 2.4 install on Python 3.8 with these (docs/testing.md).
 TF2_PINS = ["h5py==2.10.0", "numpy==1.18.5", "protobuf==3.20.3", "pytest<8"]
-TF2_ONLY = ["tests/test_tf2_keras.py", "tests/test_saved_model.py"]
+TF2_ONLY = ["tests/test_tf2_keras.py", "tests/test_saved_model.py", "tests/test_random_models.py"]
 
 
 def tf_on_python36(tensorflow, tensorboard, numpy):
@@ -140,8 +140,9 @@ ENVIRONMENTS = {
     # tf.keras of TensorFlow 2.2 - 2.6: one session for each source of the routines
     # patched there (reconstruct_from_config in network.py, functional.py, and
     # the keras package's; the clone routine is one source throughout), each
-    # running tests/test_tf2_keras.py and test_saved_model.py alone. Activation: 2.3's targets are
-    # module functions of the tensorflow family, as 2.2's; 2.6's are the keras
+    # running tests/test_tf2_keras.py, test_saved_model.py and
+    # test_random_models.py alone. Activation: 2.3's targets are module
+    # functions of the tensorflow family, as 2.2's; 2.6's are the keras
     # family's, reached through tf.keras.
     "tf-2.2": ("3.8", ["tensorflow-cpu==2.2.3"] + TF2_PINS, leaving(ACTIVATION, running=TF2_ONLY)),
     "keras-2.4.3-tf-2.3": ("3.8", ["tensorflow-cpu==2.3.4", "keras==2.4.3"] + TF2_PINS,

@@ -41,9 +41,11 @@ OUTPUT_LOST = (AssertionError, "Could not compute output")
 MASK_REFUSED = (TypeError, "does not support masking")
 STATES_GIVEN_TWICE = (AssertionError, "")
 
-# The ways a model is rebuilt, each compared with the model itself.
+# The ways a model is rebuilt, each compared with the model itself (the
+# last where the family saves SavedModel folders: TensorFlow 2).
+SAVED_MODEL = "load_model of a SavedModel"
 ROUTES = ("clone", "clone of the clone", "nested", "called twice", "from_config",
-          "model_from_json", "load_model")
+          "model_from_json", "load_model", SAVED_MODEL)
 
 # What the generator asks of a release (tests/models.py says where each
 # holds for multi-backend Keras); tf.keras of TensorFlow 1.12+ and tf_keras

@@ -1,22 +1,24 @@
 """Randomised differential test: random models are rebuilt faithfully every
 way a user rebuilds one, and a model boundary changes nothing.
 
-Patched (keras 2.0.7 - 2.3.1, tf.keras of TensorFlow 1.12 - 1.14) and on
-tf_keras unpatched (the reference: the same seeds must pass there with
-nothing patched, or the test tests the wrong thing), a model with model
-boundaries drawn in it predicts what its flat twin (the same layers without
-the boundaries) predicts, with the same masks (their values not on
-tf_keras); every route of
-random_models.ROUTES predicts what the model predicts: the clone (a
-Sequential model's by clone_model's Sequential routine), the clone of the
-clone, the model nested in a new model and called twice on different inputs
-(each call predicts what the model does), `Model.from_config(get_config())`,
-`model_from_json(to_json())` and `save` + `load_model` (custom objects
-given); the rebuilt models are given the model's weights by
-`set_weights(get_weights())` (the loaded one has its file's) and have the
-model's count of trainable weights. With TensorFlow, multi_gpu_model's two
-replicas on the CPU (every fourth seed relocated) predict the same too
-(keras), and the model is left as it was (its layers' call arguments).
+Patched (keras 2.0.7 - 2.3.1, tf.keras of TensorFlow 1.12 - 1.14 and 2.0 -
+2.6, from 2.6 the keras package) and on tf_keras unpatched (the reference:
+the same seeds must pass there with nothing patched, or the test tests the
+wrong thing), a model with model boundaries drawn in it predicts what its
+flat twin (the same layers without the boundaries) predicts, with the same
+masks (their values not on tf_keras); every route of random_models.ROUTES
+predicts what the model predicts: the clone (a Sequential model's by
+clone_model's Sequential routine), the clone of the clone, the model nested
+in a new model and called twice on different inputs (each call predicts
+what the model does), `Model.from_config(get_config())`,
+`model_from_json(to_json())`, `save` + `load_model` of an .h5 file and, on
+TensorFlow 2 (tf.keras 2.0 - 2.6, tf_keras), of a SavedModel folder too
+(the same model in both formats; custom objects given); the rebuilt models
+are given the model's weights by `set_weights(get_weights())` (the loaded
+ones have their file's) and have the model's count of trainable weights.
+With TensorFlow, multi_gpu_model's two replicas on the CPU (every fourth
+seed relocated) predict the same too (keras), and the model is left as it
+was (its layers' call arguments).
 
 Unpatched, on keras, each model's first clone either predicts the same too,
 or fails as the bug does: the clone raises (a multi-output layer the release
@@ -47,39 +49,43 @@ from conftest import fix_in_mode, installed, lambdas_remade, version_of
 
 
 def _families():
-    """(id, keras module, patched) of each family installed here that the
-    random models run on."""
+    """(id, keras module, patched, whether it saves SavedModel folders) of
+    each family installed here that the random models run on."""
     found = []
     if installed("keras"):
         keras = importlib.import_module("keras")
         if (2, 0, 7) <= version_of(keras) < (2, 4, 0):
-            found.append(("keras " + keras.__version__, keras, True))
+            found.append(("keras " + keras.__version__, keras, True, False))
     if installed("tensorflow"):
         tensorflow = importlib.import_module("tensorflow")
-        if (1, 12) <= version_of(tensorflow)[:2] < (1, 15):
-            found.append(("tf.keras " + tensorflow.__version__, tensorflow.keras, True))
+        release = version_of(tensorflow)[:2]
+        # From 2.6 tf.keras is the keras package (2.4's runs tf.keras's routines).
+        if (1, 12) <= release < (1, 15) or (2, 0) <= release < (2, 7):
+            found.append(("tf.keras " + tensorflow.__version__, tensorflow.keras, True,
+                          release >= (2, 0)))
     if installed("tf_keras"):
         tf_keras = importlib.import_module("tf_keras")
-        found.append(("tf_keras " + tf_keras.__version__, tf_keras, False))
+        found.append(("tf_keras " + tf_keras.__version__, tf_keras, False, True))
     return found
 
 
 FAMILIES = _families()
 if not FAMILIES:
-    pytest.skip("needs keras 2.0.7 - 2.3.1, tf.keras of TensorFlow 1.12 - 1.14 or tf_keras",
+    pytest.skip("needs keras 2.0.7 - 2.3.1, tf.keras of TensorFlow 1.12 - 1.14 or 2.0 - 2.6, "
+                "or tf_keras",
                 allow_module_level=True)
 
 import numpy  # noqa: E402 (only where a family is, after the skip)
 
 from keras_clone_fix import _check  # noqa: E402
-from random_models import ROUTES, STEPS, RandomModel  # noqa: E402
+from random_models import ROUTES, SAVED_MODEL, STEPS, RandomModel  # noqa: E402
 
 SHAPES = collections.Counter()  # feature -> models; read by conftest
 BATCH = 4
 
 
 def seeds(family):
-    name, keras, _ = family
+    name, keras = family[:2]
     first = os.environ.get("RANDOM_MODELS_FIRST_SEED")
     if first is None:
         first = zlib.crc32("{} on {}, Python {}".format(
@@ -108,7 +114,7 @@ def family(request):
     pytest.param(each, seed, id="{}-{}".format(each[0], seed))  # Python 2: no `family` leaks
     for each in FAMILIES for seed in seeds(each)], indirect=["family"])
 def test_random_model(family, seed, two_gpus_where_any, tmp_path):
-    _, keras, patched = family
+    _, keras, patched, saves_folders = family
     with fix_in_mode("patched" if patched else "unpatched"):
         generated = RandomModel(seed, keras)
         model = generated.model
@@ -116,8 +122,9 @@ def test_random_model(family, seed, two_gpus_where_any, tmp_path):
         if generated.flat is not None:
             assert_like_flat_twin(keras, generated, data)
         arguments = _check.snapshot_arguments(keras, model)
-        for _, rebuild in rebuilds(keras, generated, data, seed, str(tmp_path)):
-            rebuild()
+        for route, rebuild in rebuilds(keras, generated, data, seed, str(tmp_path)):
+            if route != SAVED_MODEL or saves_folders:
+                rebuild()
         assert _check.changed_arguments(arguments) == []
         if two_gpus_where_any:
             assert_multi_gpu_model_predicts_like(keras, model, data, relocated=seed % 4 == 3)
@@ -184,8 +191,14 @@ def rebuilds(keras, generated, data, seed, directory):
         with lambdas_remade(keras):
             like_the_model(keras.models.load_model(path, custom_objects=custom_objects))
 
+    def loaded_from_folder():
+        folder = os.path.join(directory, "saved_model")
+        model.save(folder, save_format="tf")
+        with lambdas_remade(keras):
+            like_the_model(keras.models.load_model(folder, custom_objects=custom_objects))
+
     return list(zip(ROUTES, [clone, clone_of_clone, nested, called_twice, from_config, from_json,
-                             loaded]))
+                             loaded, loaded_from_folder]))
 
 
 def assert_close(expected, got):
