@@ -167,7 +167,7 @@ BUGS = (
     Bug("nested models' tensor arguments lost in clones",
         "a clone of a model holding a model with a tensor argument computes without it",
         (CLONE,), keras=(KERAS_FAMILY,), tensorflow=(TF_1,),
-        rules=("NestedModelArgumentsKept",),
+        rules=("TensorArgumentsWritten", "TensorArgumentsRead", "NestedModelArgumentsKept"),
         tests=("tests/test_faithful_clones.py::"
                "test_a_nested_model_keeps_its_tensor_arguments_in_the_clone",)),
     # What a layer's config leaves out

@@ -96,8 +96,9 @@ class NestedModelArgumentsKept(_KeptInTheClone):
     from the clone computing without it (`ValueError: None values not
     supported.`, or other numbers). TensorFlow 1.15 and tf_keras write the
     tensor into the config, and the copy made from it keeps it; so does the
-    fix (TensorArgumentsWritten and TensorArgumentsRead), but for a tensor
-    that no layer of the nested model makes, whose config it refuses
+    fix (TensorArgumentsWritten and TensorArgumentsRead, which alone make
+    those clones right), but for a tensor that no layer of the nested model
+    makes (`attention_mask=K.constant(...)`), whose config it refuses
     (ArgumentNotInConfig). Such a model, and only such, is cloned by the
     release's own clone routine (clone_model, fixed), its calls made with
     their arguments; the lambda keeps the config from being written first.

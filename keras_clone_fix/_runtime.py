@@ -164,13 +164,18 @@ def tensors_mapped(arguments, tensor_map, key):
     return mapped(arguments)
 
 
+def _items_in(value):
+    """What a call argument holds, at any depth of lists, tuples and dicts."""
+    if isinstance(value, (list, tuple)):
+        return [found for item in value for found in _items_in(item)]
+    if isinstance(value, dict):
+        return [found for item in value.values() for found in _items_in(item)]
+    return [value]
+
+
 def tensors_in(value):
     """The Keras tensors in a call argument, at any depth."""
-    if isinstance(value, (list, tuple)):
-        return [tensor for item in value for tensor in tensors_in(item)]
-    if isinstance(value, dict):
-        return [tensor for item in value.values() for tensor in tensors_in(item)]
-    return [value] if _is_keras_tensor(value) else []
+    return [item for item in _items_in(value) if _is_keras_tensor(item)]
 
 
 def arguments_not_in_inputs(kwargs, node):
@@ -197,12 +202,15 @@ class ArgumentNotInConfig(NotImplementedError):
 def arguments_left_out(node):
     """The names of a layer call's recorded arguments that the release's
     model config leaves out and its layer calls cannot make again: those
-    holding a Keras tensor (json.dumps refuses it) that is not among the
-    call's inputs. An argument whose tensors are all inputs of the call (an
-    RNN's initial_state or constants) comes back with them, as the clone
-    routine's do (arguments_not_in_inputs)."""
+    holding a tensor (json.dumps refuses it) that is not among the call's
+    inputs, a Keras tensor or a backend one (K.constant(...)); not
+    K.learning_phase(), what a layer takes by default. An argument whose
+    tensors are all inputs of the call (an RNN's initial_state or constants)
+    comes back with them, as the clone routine's do (arguments_not_in_inputs)."""
     kept = arguments_not_in_inputs(node.arguments or {}, node)
-    return sorted(name for name, value in kept.items() if tensors_in(value))
+    return sorted(name for name, value in kept.items() if any(
+        _is_keras_tensor(item) or (_is_backend_tensor(item) and not _is_learning_phase(item))
+        for item in _items_in(value)))
 
 
 # Where a model's config keeps the call arguments its release leaves out: in

@@ -54,8 +54,10 @@ what the model computes, judged by check's engine.
   fix keeps it in the layer's entry of the config and reads it back
   (TensorArgumentsWritten, TensorArgumentsRead).
 - A model holding such a model: the clone routine made the nested model
-  from that config, and computed without the argument; the fix clones it
-  with clone_model instead (NestedModelArgumentsKept).
+  from that config, and computed without the argument; with the fix the
+  config keeps it, but for a tensor no layer of the nested model makes
+  (K.constant(...)), which the config refuses: the fix clones that nested
+  model with clone_model instead (NestedModelArgumentsKept).
 
 Runs on each family installed here at a release with clone_model: keras
 2.0.7 - 2.3.1 and tf.keras of TensorFlow 1.4 - 1.15, patched and unpatched
@@ -849,6 +851,20 @@ def attention_two_deep_in_a_frozen_model(keras):
     return keras.models.Model(nested.inputs, L.Dense(1, name="over")(middle(nested.inputs)))
 
 
+def constant_argument_in_a_nested_model(keras):
+    """Model(a, Dense(1)(inner(a))), `inner` computing Attend()(Dense(3)(a),
+    attention_mask=K.constant(...)): a tensor no layer makes, which a
+    model's config refuses with the fix (ArgumentNotInConfig): the clone
+    routine clones that nested model with clone_model instead
+    (NestedModelArgumentsKept)."""
+    L = keras.layers
+    a = L.Input(shape=(3,))
+    scale = keras.backend.constant(numpy.array([[0.5, 1.0, 2.0]]))
+    attended = attend_class(keras)(name="attend")(L.Dense(3, name="h")(a), attention_mask=scale)
+    inner = keras.models.Model(a, L.Dense(3, name="after")(attended), name="inner")
+    return keras.models.Model(a, L.Dense(1, name="top")(inner(a)))
+
+
 def custom_layers(keras, model):
     """{class name: class} of this module's layers in a model, nested ones too."""
     return dict((type(layer).__name__, type(layer)) for _, layer in _check.all_layers(keras, model)
@@ -861,8 +877,9 @@ def trainable_shapes(keras, model):
 
 @pytest.mark.parametrize("build", [
     attention_in_a_nested_model, explicit_mask_in_a_nested_model,
-    attention_model_in_a_sequential_model, attention_two_deep_in_a_frozen_model],
-    ids=["attention_mask=w", "mask=m", "in a Sequential", "two deep, frozen"])
+    attention_model_in_a_sequential_model, attention_two_deep_in_a_frozen_model,
+    constant_argument_in_a_nested_model],
+    ids=["attention_mask=w", "mask=m", "in a Sequential", "two deep, frozen", "a constant"])
 def test_a_nested_model_keeps_its_tensor_arguments_in_the_clone(request, family, build,
                                                                 monkeypatch):
     """The clone of a model holding a model whose layer takes a tensor
@@ -873,7 +890,11 @@ def test_a_nested_model_keeps_its_tensor_arguments_in_the_clone(request, family,
     names each nested model at risk where the release has the bug (with
     the fix: a mask= is recorded on tf.keras 1.10 - 1.14 then). The clone
     routine made the nested model from its config, which leaves the
-    argument out (the fix keeps it there now: TensorArgumentsWritten)."""
+    argument out: the fix keeps it there (TensorArgumentsWritten,
+    TensorArgumentsRead), but for a backend constant, whose config it
+    refuses; that nested model is cloned with clone_model
+    (NestedModelArgumentsKept: without it, the patched clone of
+    constant_argument_in_a_nested_model raises ArgumentNotInConfig)."""
     keras, bugs, mode = family
     broken = NESTED_ARGUMENT_NOT_IN_CONFIG
     if build is explicit_mask_in_a_nested_model and keras.__name__.startswith("tensorflow") and (
