@@ -40,6 +40,33 @@ affected_only = pytest.mark.skipif(not CLONE_AFFECTED,
 keras_free_only = pytest.mark.skipif(KERAS is not None, reason="needs an environment without keras")
 
 
+GRAPH_MODE = "KERAS_CLONE_FIX_TEST_GRAPH_MODE"  # set: the TF 2 modules run with eager execution off
+
+
+def tf2_families(keras_package):
+    """(id, keras module, release) of each TensorFlow 2 family installed
+    here: tf.keras of TensorFlow 2.0 - 2.15 (release: TensorFlow's (major,
+    minor), whose routines it runs), with `keras_package` the keras package
+    2.4 - 2.15 beside it too (it runs its TensorFlow's routines), and
+    tf_keras, the reference (release None). Turns eager execution off where
+    GRAPH_MODE is set."""
+    found = []
+    if installed("tensorflow"):
+        tensorflow = importlib.import_module("tensorflow")
+        release = version_of(tensorflow)[:2]
+        if (2, 0) <= release < (2, 16):
+            if os.environ.get(GRAPH_MODE):
+                tensorflow.compat.v1.disable_eager_execution()
+            found.append(("tf.keras", tensorflow.keras, release))
+            if keras_package and installed("keras"):
+                keras = importlib.import_module("keras")
+                if (2, 4) <= version_of(keras) < (2, 16):
+                    found.append(("keras " + keras.__version__, keras, release))
+    if installed("tf_keras"):
+        found.append(("tf_keras", importlib.import_module("tf_keras"), None))
+    return found
+
+
 def skip_module_unless_affected(clones=True):
     """Skip the module unless an affected keras is installed; one that
     clones needs clone_model, which exists from 2.0.7."""

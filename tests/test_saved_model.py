@@ -12,36 +12,16 @@ Each case loads patched and unpatched; where the release loads it wrong
 a new interpreter with eager execution off (test_every_case_holds_in_graph_mode).
 """
 
-import importlib
 import os
 
 import pytest
 
-from conftest import expect_upstream_failure, fix_in_mode, installed, run_python, version_of
+from conftest import GRAPH_MODE, expect_upstream_failure, fix_in_mode, run_python, tf2_families
 from keras_clone_fix import _check
 from keras_clone_fix._affected import target_name, targets_for
 
-GRAPH_MODE = "KERAS_CLONE_FIX_TEST_GRAPH_MODE"  # set: this module runs with eager execution off
-
-
-def _families():
-    """(id, keras module, release): TensorFlow's (major, minor) for tf.keras
-    of TensorFlow 2.0 - 2.15 (from 2.6 the keras package it runs), None for
-    tf_keras, the reference."""
-    found = []
-    if installed("tensorflow"):
-        tensorflow = importlib.import_module("tensorflow")
-        release = version_of(tensorflow)[:2]
-        if (2, 0) <= release < (2, 16):
-            if os.environ.get(GRAPH_MODE):
-                tensorflow.compat.v1.disable_eager_execution()
-            found.append(("tf.keras", tensorflow.keras, release))
-    if installed("tf_keras"):
-        found.append(("tf_keras", importlib.import_module("tf_keras"), None))
-    return found
-
-
-FAMILIES = _families()
+# One family a release: the keras package 2.4 - 2.6 loads with tf.keras's loader.
+FAMILIES = tf2_families(keras_package=False)
 if not FAMILIES:
     pytest.skip("needs tf.keras of TensorFlow 2.0 - 2.15, or tf_keras", allow_module_level=True)
 

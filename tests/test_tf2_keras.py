@@ -18,37 +18,12 @@ import os
 import pytest
 
 from conftest import (
-    expect_upstream_failure, fix_in_mode, installed, run_pytest, run_python, run_python_once,
-    version_of)
+    GRAPH_MODE, expect_upstream_failure, fix_in_mode, installed, run_pytest, run_python,
+    run_python_once, tf2_families)
 from keras_clone_fix import _check
 from keras_clone_fix._affected import fronted_family, target_name, targets_for
 
-GRAPH_MODE = "KERAS_CLONE_FIX_TEST_GRAPH_MODE"  # set: this module runs with eager execution off
-
-
-def _families():
-    """(id, keras module, release) of each family installed here that these
-    tests run on; release: TensorFlow's (major, minor), whose routines the
-    family runs (the keras package 2.4 - 2.15 pairs with its TensorFlow),
-    or None for the reference."""
-    found = []
-    if installed("tensorflow"):
-        tensorflow = importlib.import_module("tensorflow")
-        release = version_of(tensorflow)[:2]
-        if (2, 0) <= release < (2, 16):
-            if os.environ.get(GRAPH_MODE):
-                tensorflow.compat.v1.disable_eager_execution()
-            found.append(("tf.keras", tensorflow.keras, release))
-            if installed("keras"):
-                keras = importlib.import_module("keras")
-                if (2, 4) <= version_of(keras) < (2, 16):
-                    found.append(("keras " + keras.__version__, keras, release))
-    if installed("tf_keras"):
-        found.append(("tf_keras", importlib.import_module("tf_keras"), None))
-    return found
-
-
-FAMILIES = _families()
+FAMILIES = tf2_families(keras_package=True)
 if not FAMILIES:
     pytest.skip("needs tf.keras of TensorFlow 2.0 - 2.15, or tf_keras", allow_module_level=True)
 
