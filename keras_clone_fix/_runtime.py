@@ -199,15 +199,23 @@ class ArgumentNotInConfig(NotImplementedError):
     1.12 - 1.14's SavedModel export) expect."""
 
 
+def _arguments_not_made_again(node):
+    """A layer call's recorded arguments but those the call makes again from
+    its inputs: an argument whose tensors are all inputs of the call (an
+    RNN's initial_state or constants), and the mask Keras 2.0.0 - 2.0.2
+    record as propagated (the call propagates it again)."""
+    kept = arguments_not_in_inputs(node.arguments or {}, node)
+    return without_propagated_mask(kept, node) if "mask" in kept else kept
+
+
 def arguments_left_out(node):
     """The names of a layer call's recorded arguments that the release's
     model config leaves out and its layer calls cannot make again: those
     holding a tensor (json.dumps refuses it) that is not among the call's
     inputs, a Keras tensor or a backend one (K.constant(...)); not
-    K.learning_phase(), what a layer takes by default. An argument whose
-    tensors are all inputs of the call (an RNN's initial_state or constants)
-    comes back with them, as the clone routine's do (arguments_not_in_inputs)."""
-    kept = arguments_not_in_inputs(node.arguments or {}, node)
+    K.learning_phase(), what a layer takes by default; nor what the call
+    makes again (_arguments_not_made_again)."""
+    kept = _arguments_not_made_again(node)
     return sorted(name for name, value in kept.items() if any(
         _is_keras_tensor(item) or (_is_backend_tensor(item) and not _is_learning_phase(item))
         for item in _items_in(value)))
@@ -285,10 +293,7 @@ def _arguments_written(layer, node, node_conversion_map):
             raise refused(name)
         return value
     arguments = {}
-    kept = arguments_not_in_inputs(node.arguments, node)
-    if "mask" in kept:  # Keras 2.0.0 - 2.0.2 record the mask they propagate: it is again
-        kept = without_propagated_mask(kept, node)
-    for name, value in kept.items():
+    for name, value in _arguments_not_made_again(node).items():
         value = written(value, name)
         if _is_json(value):
             arguments[name] = value
