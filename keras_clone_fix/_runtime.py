@@ -25,14 +25,16 @@ def one_mask_per_output(mask, output_tensors):
     return mask
 
 
+def _nodes_of(layer):
+    # Keras 2.0.x names the list inbound_nodes, 2.1 and later _inbound_nodes.
+    nodes = getattr(layer, "_inbound_nodes", None)
+    return layer.inbound_nodes if nodes is None else nodes
+
+
 def making_node(tensor):
     """The node (the layer call) that made a Keras tensor."""
     layer, node_index = tensor._keras_history[:2]
-    # Keras 2.0.x names the list inbound_nodes, 2.1 and later _inbound_nodes.
-    nodes = getattr(layer, "_inbound_nodes", None)
-    if nodes is None:
-        nodes = layer.inbound_nodes
-    return nodes[node_index]
+    return _nodes_of(layer)[node_index]
 
 
 def recorded_output_masks(output_tensors):
@@ -225,12 +227,6 @@ def arguments_left_out(node):
 # the layer's entry, a list with one item per call of `inbound_nodes` (None
 # for a call the release writes whole), a key the releases' from_config ignores.
 CALL_ARGUMENTS_KEY = "call_arguments"
-
-
-def _nodes_of(layer):
-    # Keras 2.0.x names the list inbound_nodes, 2.1 and later _inbound_nodes.
-    nodes = getattr(layer, "_inbound_nodes", None)
-    return layer.inbound_nodes if nodes is None else nodes
 
 
 def _node_key(layer_name, node_index):
@@ -752,7 +748,6 @@ def _children(node):
 
 def _metadata(node):
     """A SavedModel object's Keras metadata (JSON), {} for another object."""
-    import json
     text = node.user_object.metadata if node.WhichOneof("kind") == "user_object" else ""
     return json.loads(text) if text else {}
 
@@ -817,7 +812,6 @@ def saved_model_from_config(path, compile, saving_utils):
     load), a model holding a functional model not loaded (2.1), a frozen
     model in another loaded trainable (2.2 - 2.4)."""
     import importlib
-    import json
     import os
 
     from tensorflow.core.protobuf import saved_model_pb2, trackable_object_graph_pb2
