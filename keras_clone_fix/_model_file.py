@@ -23,6 +23,7 @@ import zipfile
 
 from keras_clone_fix._affected import api_version, package_of, parse_version
 from keras_clone_fix._check import KERAS_3, release_name
+from keras_clone_fix._runtime import KERAS_MODEL_IDENTIFIERS, SAVED_MODEL_FILE
 
 HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 SAVED_MODEL = "savedmodel"  # the format of a SavedModel folder (model.save(folder), TensorFlow 2)
@@ -147,9 +148,6 @@ def _string(data, number):
 # saved_model.pb's SavedModel.meta_graphs (2), its object_graph_def (7), the
 # first of its nodes (1): user_object (4), with identifier (1) and metadata (3).
 KERAS_METADATA = "keras_metadata.pb"
-SAVED_MODEL_FILE = "saved_model.pb"
-# The identifiers of the Keras models model.save() writes as a root object.
-KERAS_MODELS = ("_tf_keras_network", "_tf_keras_model", "_tf_keras_sequential")
 
 
 def _root_object(path):
@@ -184,7 +182,7 @@ def _saved_model_facts(path):
         raise BadInput("{}: its {} is not a SavedModel's protocol buffer ({})".format(
             path, KERAS_METADATA if os.path.isfile(os.path.join(path, KERAS_METADATA)) else
             SAVED_MODEL_FILE, error))
-    if identifier not in KERAS_MODELS or not isinstance(metadata, dict):
+    if identifier not in KERAS_MODEL_IDENTIFIERS or not isinstance(metadata, dict):
         raise BadInput("{} is a SavedModel but not of a Keras model (written by "
                        "tf.saved_model.save, not model.save()?): load_model cannot make a "
                        "Keras model of it".format(path))

@@ -734,8 +734,10 @@ class SavedModelWeightsMissing(ValueError):
     of its weights from the SavedModel's checkpoint."""
 
 
-# The SavedModel object kinds of a Keras model, whose metadata holds its config.
+# The SavedModel object kinds of a Keras model, whose metadata holds its config
+# (_model_file reads them too, without TensorFlow).
 KERAS_MODEL_IDENTIFIERS = ("_tf_keras_network", "_tf_keras_model", "_tf_keras_sequential")
+SAVED_MODEL_FILE = "saved_model.pb"  # a SavedModel folder's graph, with its objects
 
 
 # How a model tracks its layers: "layer-3", "layer_with_weights-1".
@@ -817,9 +819,9 @@ def saved_model_from_config(path, compile, saving_utils):
     from tensorflow.core.protobuf import saved_model_pb2, trackable_object_graph_pb2
     from tensorflow.python.training import checkpoint_utils
 
-    if not os.path.isfile(os.path.join(path, "saved_model.pb")):
+    if not os.path.isfile(os.path.join(path, SAVED_MODEL_FILE)):
         return None
-    with open(os.path.join(path, "saved_model.pb"), "rb") as stream:
+    with open(os.path.join(path, SAVED_MODEL_FILE), "rb") as stream:
         saved_model = saved_model_pb2.SavedModel.FromString(stream.read())
     saved_graph = saved_model.meta_graphs[0].object_graph_def
     root = saved_graph.nodes[0]
