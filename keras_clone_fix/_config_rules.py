@@ -246,9 +246,6 @@ class TensorArgumentsRead(Rule):
     helpers = (tensor_arguments_read,)
 
     def visit_FunctionDef(self, node):
-        if hasattr(self, "searched"):
-            return node
-        self.searched = True
         waits = [statement for statement in nodes_in(node) if _waits_for_a_node(statement)]
         for owner in nodes_in(node):  # outermost first
             for field in STATEMENT_LISTS:
@@ -294,8 +291,6 @@ class SavedModelLoadedFromConfig(Rule):
     helpers = (saved_model_from_config,)
 
     def visit_FunctionDef(self, node):
-        if self.found:
-            return node
         rebuilt = ast.parse("model = {}(path, compile, saving_utils)\n"
                             "if model is not None:\n    return model\n".format(
                                 helper_name(saved_model_from_config).id)).body
