@@ -219,7 +219,7 @@ def arguments_left_out(node):
     makes again (_arguments_not_made_again)."""
     kept = _arguments_not_made_again(node)
     return sorted(name for name, value in kept.items() if any(
-        _is_keras_tensor(item) or (_is_backend_tensor(item) and not _is_learning_phase(item))
+        _is_keras_tensor(item) or _is_backend_tensor_left_out(item)
         for item in _items_in(value)))
 
 
@@ -243,16 +243,14 @@ def _is_json(value):
     return True
 
 
-def _is_backend_tensor(value):
-    """A TensorFlow tensor or variable (its op and dtype), or a Theano one
-    (its owner and type)."""
-    return (hasattr(value, "op") and hasattr(value, "dtype")) or (
+def _is_backend_tensor_left_out(value):
+    """A backend tensor that a model's config leaves out and a layer does not
+    take by default: a TensorFlow tensor or variable (its op and dtype), or
+    a Theano one (its owner and type), but K.learning_phase() (by the name
+    every backend gives it)."""
+    is_tensor = (hasattr(value, "op") and hasattr(value, "dtype")) or (
         hasattr(value, "owner") and hasattr(value, "type"))
-
-
-def _is_learning_phase(value):
-    """K.learning_phase(), by the name every backend gives it."""
-    return str(getattr(value, "name", "")).startswith("keras_learning_phase")
+    return is_tensor and not str(getattr(value, "name", "")).startswith("keras_learning_phase")
 
 
 def _arguments_written(layer, node, node_conversion_map):
@@ -285,7 +283,7 @@ def _arguments_written(layer, node, node_conversion_map):
             if key not in node_conversion_map:
                 raise refused(name)
             return [maker.name, node_conversion_map[key], tensor_index]
-        if _is_backend_tensor(value) and not _is_learning_phase(value):
+        if _is_backend_tensor_left_out(value):
             raise refused(name)
         return value
     arguments = {}
