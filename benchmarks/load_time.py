@@ -22,6 +22,7 @@ import json
 import os
 import platform
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -72,14 +73,8 @@ def size_mb(path):
                for folder, _, names in os.walk(path) for name in names) / 1e6
 
 
-def median(values):
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2.0
-
-
 def seconds(values):
-    return "{:.2f} s ({:.2f} - {:.2f})".format(median(values), min(values), max(values))
+    return "{:.2f} s ({:.2f} - {:.2f})".format(statistics.median(values), min(values), max(values))
 
 
 def main():
@@ -110,8 +105,8 @@ def main():
             cpu = [[each["cpu"] for each in measured[path, mode]] for _, mode in MODES]
             wall = [[each["wall"] for each in measured[path, mode]] for _, mode in MODES]
             row(name, "{:.0f} MB".format(size_mb(path)), seconds(cpu[0]), seconds(cpu[1]),
-                "{:.3f}".format(median(cpu[0]) / median(cpu[1])), seconds(wall[0]),
-                seconds(wall[1]))
+                "{:.3f}".format(statistics.median(cpu[0]) / statistics.median(cpu[1])),
+                seconds(wall[0]), seconds(wall[1]))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
