@@ -147,7 +147,7 @@ def call_arguments(node):
 
 def is_tensor(value):
     return hasattr(value, "_keras_history") or type(value).__name__ in (
-        "Tensor", "TensorVariable", "Variable", "RefVariable")
+        "Tensor", "EagerTensor", "TensorVariable", "Variable", "RefVariable")
 
 
 def tensor_arguments(node):

@@ -245,12 +245,16 @@ def _is_json(value):
 
 def _is_backend_tensor_left_out(value):
     """A backend tensor that a model's config leaves out and a layer does not
-    take by default: a TensorFlow tensor or variable (its op and dtype), or
-    a Theano one (its owner and type), but K.learning_phase() (by the name
-    every backend gives it)."""
+    take by default: a TensorFlow tensor or variable (its op and dtype), an
+    eager one (keras 2.3.1's K.constant on TensorFlow 2), or a Theano one
+    (its owner and type), but K.learning_phase() (by the name every backend
+    gives it: keras_learning_phase, and learning_phase for keras 2.3.1 on
+    TensorFlow 2)."""
     is_tensor = (hasattr(value, "op") and hasattr(value, "dtype")) or (
-        hasattr(value, "owner") and hasattr(value, "type"))
-    return is_tensor and not str(getattr(value, "name", "")).startswith("keras_learning_phase")
+        hasattr(value, "owner") and hasattr(value, "type")) or any(
+        cls.__name__ == "_EagerTensorBase" for cls in type(value).__mro__)
+    name = str(getattr(value, "name", None) or "").rpartition("/")[2]
+    return is_tensor and not name.startswith(("keras_learning_phase", "learning_phase"))
 
 
 def _arguments_written(layer, node, node_conversion_map):
