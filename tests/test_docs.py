@@ -12,7 +12,10 @@ import io
 import os
 import re
 import shlex
+import shutil
+import subprocess
 import sys
+import tempfile
 
 import pytest
 
@@ -183,8 +186,16 @@ def test_commands_shown_are_ones_this_project_runs():
     unknown = ["{}: {}".format(page, line) for page, line, words in all_commands()
                if not (words[:3] == CLI or words[:2] == CI_RUN
                        or words[:2] in (["pip", "install"], ["pip", "wheel"])
-                       or words[:2] == ["python", "-c"] and len(words) == 3)]
+                       or words[:2] == ["python", "-c"] and len(words) == 3
+                       or words[:1] == ["pytest"] and not pytest_paths_missing(words))]
     assert not unknown, "\n".join(unknown)
+
+
+def pytest_paths_missing(words):
+    """The paths a shown `pytest ...` names (tests, tests/test_x.py::name)
+    that are not in the repository."""
+    return [word for word in words[1:] if not word.startswith("-")
+            and not os.path.exists(os.path.join(ROOT, word.split("::")[0]))]
 
 
 def test_python_snippets_shown_compile():
@@ -454,6 +465,69 @@ def test_readme_table_lines_are_short():
     long_lines = [line for line in read(os.path.join(ROOT, "README.md")).splitlines()
                   if line.startswith("|") and len(line) >= 200]
     assert not long_lines, long_lines
+
+
+PROSE_LINE_LIMIT, CELL_LIMIT, DOCS_LINE_LIMIT = 120, 300, 1500
+
+
+def lines_outside_code(text):
+    """(number, line) of each line outside fenced code blocks and HTML comments."""
+    kept = HTML_COMMENT.sub(lambda found: "\n" * found.group(0).count("\n"),
+                            FENCED.sub(lambda found: "\n" * found.group(0).count("\n"), text))
+    return list(enumerate(kept.splitlines(), 1))
+
+
+def test_prose_lines_are_at_most_120_characters():
+    """Prose is wrapped, as the README is: no line over 120 characters outside
+    code blocks, HTML comments and tables."""
+    long_lines = ["{}:{}: {} characters".format(relative(page), number, len(line))
+                  for page in PAGES for number, line in lines_outside_code(read(page))
+                  if not line.startswith("|") and len(line) > PROSE_LINE_LIMIT]
+    assert not long_lines, "\n".join(long_lines)
+
+
+def test_table_cells_are_at_most_300_characters():
+    long_cells = ["{}:{}: a cell of {} characters: {}...".format(relative(page), number, len(cell),
+                                                                 cell[:60])
+                  for page in PAGES for number, line in lines_outside_code(read(page))
+                  if line.startswith("|") for cell in line.strip().strip("|").split(" | ")
+                  if len(cell.strip()) > CELL_LIMIT]
+    assert not long_cells, "\n".join(long_cells)
+
+
+def test_docs_are_under_1500_lines():
+    """The reference holds today's facts, each once; the history of
+    measurements is in git."""
+    counted = dict((relative(path), len(read(path).splitlines()))
+                   for path in glob.glob(os.path.join(ROOT, "docs", "*.md")))
+    assert sum(counted.values()) < DOCS_LINE_LIMIT, counted
+
+
+UNINSTALL_CLEANUP = re.compile(r"\bshutil\.rmtree\(")
+
+
+def test_the_uninstall_one_liner_runs_with_and_without_stored_builds():
+    """The README's line that removes the stored builds before `pip uninstall`
+    removes keras_clone_fix/__pycache__/ and raises nothing where there is none:
+    run on a stand-in package (its __init__.py empty) in a fresh interpreter."""
+    (code,) = [words[2] for page, _, words in all_commands()
+               if page == "README.md" and words[:2] == ["python", "-c"]
+               and UNINSTALL_CLEANUP.search(words[2])]
+    directory = tempfile.mkdtemp()
+    try:
+        package = os.path.join(directory, "keras_clone_fix")
+        os.makedirs(os.path.join(package, "__pycache__"))
+        io.open(os.path.join(package, "__init__.py"), "w").close()
+        io.open(os.path.join(package, "__pycache__", "stored.fixed"), "w").close()
+        environment = dict(os.environ, PYTHONPATH=directory, PYTHONDONTWRITEBYTECODE="1")
+        for _ in ("with stored builds", "without"):  # the second run finds none
+            process = subprocess.Popen([sys.executable, "-S", "-c", code], cwd=directory,
+                                       env=environment, stderr=subprocess.PIPE)
+            _, error = process.communicate()
+            assert process.returncode == 0, error
+            assert not os.path.exists(os.path.join(package, "__pycache__"))
+    finally:
+        shutil.rmtree(directory)
 
 
 def test_readme_is_at_most_170_lines():

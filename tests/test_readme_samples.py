@@ -1,5 +1,5 @@
 """The samples of README.md (`check`) and docs/cli.md (the self-check) are
-what the commands print: each fenced block
+what the commands print, and the README's example does what it says: each fenced block
 after a `<!-- sample: COMMAND -->` comment is compared with the output of
 COMMAND, run in the session the samples come from (keras 2.2.4 on
 TensorFlow 1.15.5, Python 3.7: tests(keras-2.2.4-tf-1.15)), paths, seconds,
@@ -8,6 +8,8 @@ masking layer from the user's module `my_layers`, as the README tells.
 
 To rewrite the blocks with what the commands print now (after a change of
 the output), run this module with README_SAMPLES=write: see docs/testing.md.
+The Python block after `<!-- example: ... -->` (the README's opening) must
+run with the fix and raise the AssertionError the README names without it.
 """
 
 import io
@@ -114,3 +116,17 @@ def test_samples_are_what_the_commands_print(user_directory, page):
         if normalised(block) != normalised(output)]
     assert not wrong, "\n\n".join(wrong + [
         "(README_SAMPLES=write rewrites them: see docs/testing.md)"])
+
+
+EXAMPLE = re.compile(r"^<!-- example: [^>]*-->\n```python\n(.*?)^```$", re.MULTILINE | re.DOTALL)
+
+
+def test_the_readme_example_clones_with_the_fix_and_raises_without_it():
+    with io.open(README, encoding="utf-8") as read:
+        example = EXAMPLE.search(read.read())
+    assert example, "no <!-- example: ... --> python block in README.md"
+    fixed = run_python(["-c", example.group(1)])
+    assert fixed.returncode == 0, fixed.stderr
+    unfixed = run_python(["-c", example.group(1)], env={"KERAS_CLONE_FIX": "0"})
+    assert unfixed.returncode != 0 and "assert initial_state is None and constants is None" in (
+        unfixed.stderr), unfixed.stderr
