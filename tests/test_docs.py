@@ -503,6 +503,16 @@ def test_docs_are_under_1500_lines():
     assert sum(counted.values()) < DOCS_LINE_LIMIT, counted
 
 
+def test_changelog_unreleased_section_reads_in_two_minutes():
+    """At most 500 words (about two minutes' reading): the details are in
+    the commits and docs/."""
+    text = read(os.path.join(ROOT, "CHANGELOG.md"))
+    unreleased = re.search(r"^## \[[^\]]+\] - Unreleased\n(.*?)(?=^## )", text,
+                           re.MULTILINE | re.DOTALL)
+    if unreleased:
+        assert len(unreleased.group(1).split()) <= 500, len(unreleased.group(1).split())
+
+
 UNINSTALL_CLEANUP = re.compile(r"\bshutil\.rmtree\(")
 
 
