@@ -5,6 +5,7 @@ and importing neither: no module of the package imports one that imports it.
 """
 
 import json
+import sys
 from copy import copy as shallow_copy
 
 
@@ -863,6 +864,29 @@ def saved_model_from_config(path, compile, saving_utils):
     return model
 
 
+def load_model_custom_objects_scope(saving_utils):
+    """A CustomObjectScope of the custom_objects given to the load_model call
+    that runs this SavedModel load, as TensorFlow 2.2's load_model makes one
+    around it: 2.0 - 2.1's gives them to an .h5 file's load only, so the
+    model's config could not be made of a custom layer given so. They are
+    in that call's frame alone: every public name of load_model
+    (tf.keras.models', tf.compat.v1.keras.models', ...) is the save module's
+    function itself, bound in several modules, and a patch of one name
+    misses the others. An empty scope where no load_model runs this load."""
+    import importlib
+
+    saving = saving_utils.__name__.rpartition(".")[0]
+    save = vars(importlib.import_module(saving + ".save"))
+    frame = sys._getframe(1)
+    while frame is not None and not (frame.f_code.co_name == "load_model"
+                                     and frame.f_globals is save):
+        frame = frame.f_back
+    custom_objects = frame.f_locals.get("custom_objects") if frame is not None else None
+    del frame  # a frame held is a reference cycle
+    generic_utils = importlib.import_module(saving.rpartition(".")[0] + ".utils.generic_utils")
+    return generic_utils.CustomObjectScope(custom_objects or {})
+
+
 # What the fixed code may call, by name.
 HELPERS = dict((helper.__name__, helper) for helper in (
     one_mask_per_output, recorded_output_masks, without_propagated_mask, tensors_mapped,
@@ -873,4 +897,5 @@ HELPERS = dict((helper.__name__, helper) for helper in (
     argument_tensors_to_walk,
     walked_argument_makers_placed, cloned_where_config_refused, masks_paired,
     lambda_masks_written, lambda_mask_read, masks_on_copies, argument_tensors_mapped,
-    saved_model_from_config))
+    saved_model_from_config,
+    load_model_custom_objects_scope))
