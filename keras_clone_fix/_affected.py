@@ -435,7 +435,7 @@ TARGETS = (
     Target("tensorflow", "tensorflow.python.keras.saving.saved_model.load", "load", (2, 2, 0),
            (2, 5, 0), ("SavedModelLoadedFromConfig",),
            "the same loader: a frozen model nested in another (in TimeDistributed) loaded "
-           "trainable",
+           "trainable; on 2.4 a model of MultiHeadAttention computes other numbers",
            more_risks=(FROZEN_NESTED,)),
     Target("tensorflow", "tensorflow.python.keras._impl.keras.engine.topology",
            "Network.get_config", (1, 4, 0), (1, 7, 0),

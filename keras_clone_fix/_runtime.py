@@ -757,20 +757,50 @@ def _metadata(node):
     return json.loads(text) if text else {}
 
 
+def _dependencies_matched(tracked, kept_children, saved_graph, saved_children):
+    """[(dependency, edge)] of `tracked` for the checkpoint's edges out of
+    its saved counterpart: by the edge's name, but for a model's layers
+    (MODEL_LAYER_EDGES), each matched by the name of the layer the saved
+    edge leads to. A model made from its config may list its layers in
+    another order: the config writes a call's second tensor as a keyword
+    argument, and from TensorFlow 2.3 a model's walk takes a call's tensors
+    in the order of its arguments, keyword ones by name (`Attend()(q,
+    Dense(2)(v), attention_mask=m)`: the dense layer before m's in the
+    model, after it in the model made from its config). An RNN's cell,
+    which is no layer edge, is named anew."""
+    layers = {}
+    for edge in kept_children:
+        if edge.startswith(MODEL_LAYER_EDGES):
+            layer = tracked._lookup_dependency(edge)
+            if layer is not None:
+                layers[getattr(layer, "name", None)] = layer
+    matched = []
+    for edge in kept_children:
+        if edge not in saved_children:
+            continue
+        if edge.startswith(MODEL_LAYER_EDGES):
+            dependency = layers.get(_metadata(saved_graph.nodes[saved_children[edge]]).get("name"))
+        else:
+            dependency = tracked._lookup_dependency(edge)
+        if dependency is not None:
+            matched.append((dependency, edge))
+    return matched
+
+
 def saved_model_weight_values(model, saved_graph, checkpoint_graph, reader):
     """[(weight, value)] for every weight of `model`, made from a
     SavedModel's config, from the SavedModel's checkpoint (`reader`): each
     weight reached by the path the model's own tracking gives it
     (layer_with_weights-0/cell/kernel) in the checkpoint's object graph,
-    each of a model's layers on the way the one of that name in the
+    each of a model's layers on the way the one of its name in the
     SavedModel's object graph (`saved_graph`), and each value of the
     weight's shape. Raises SavedModelWeightsMissing, naming the weights,
     where one is not reached so: the model would compute with weights of
     its own."""
     weights = dict((id(weight), weight) for weight in model.weights)
-    values, seen, walk = {}, set(), [(model, "", 0, 0)]
+    values, seen, walk = {}, set(), [(model, 0, 0)]
     while walk:
-        tracked, edge, saved, kept = walk.pop()
+        tracked, saved, kept = walk.pop()
         if id(tracked) in seen:
             continue
         seen.add(id(tracked))
@@ -782,17 +812,12 @@ def saved_model_weight_values(model, saved_graph, checkpoint_graph, reader):
             if value is not None and tuple(value.shape) == tuple(tracked.shape):
                 values[id(tracked)] = value
             continue
-        # A model's layers, by their place in it: the config names them (an
-        # RNN's cell is named anew, unlike the saved one).
-        if edge.startswith(MODEL_LAYER_EDGES) and _metadata(
-                saved_graph.nodes[saved]).get("name") != getattr(tracked, "name", None):
-            continue
         tracked._maybe_initialize_trackable()  # a model that tracked nothing yet
+        kept_children = _children(checkpoint_graph.nodes[kept])
         saved_children = _children(saved_graph.nodes[saved])
-        for name, child in _children(checkpoint_graph.nodes[kept]).items():
-            dependency = tracked._lookup_dependency(name)
-            if dependency is not None and name in saved_children:
-                walk.append((dependency, name, saved_children[name], child))
+        for dependency, edge in _dependencies_matched(tracked, kept_children, saved_graph,
+                                                      saved_children):
+            walk.append((dependency, saved_children[edge], kept_children[edge]))
     missing = [weight.name for weight in model.weights if id(weight) not in values]
     if missing:
         raise SavedModelWeightsMissing(
