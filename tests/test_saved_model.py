@@ -336,7 +336,7 @@ def layers_ordered_otherwise(keras):
 
 CUSTOM_CASES = [nested_custom, frozen_custom, custom_masks_attention, layers_ordered_otherwise]
 # Which releases load each case wrong unpatched, either way given, measured on
-# TensorFlow 2.0.4, 2.1.4, 2.2.3, 2.3.4, 2.4.4, 2.6.5 (keras 2.6.0).
+# TensorFlow 2.0.4, 2.1.4, 2.2.3, 2.3.4, 2.4.4, 2.5.3, 2.6.5 (keras 2.6.0), tf_keras 2.21.
 CUSTOM_BROKEN = {
     "nested_custom": ((2, 1),),
     "frozen_custom": ((2, 1), (2, 2), (2, 3), (2, 4)),
