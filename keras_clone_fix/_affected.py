@@ -80,7 +80,8 @@ ARGUMENT_MAKER_LEFT_OUT = "argument maker left out"
 # ARGUMENT_NOT_IN_CONFIG inside a nested model: the clone routine made the model from its config
 NESTED_ARGUMENT_NOT_IN_CONFIG = "nested argument not in config"
 # GivenInputLayersKept and GivenInputLayersTaken answer how a clone is made
-# (on given input_tensors), nothing a model has.
+# (on given input_tensors), CustomObjectsInScope how a folder is loaded (with
+# custom_objects): nothing a model has.
 RULE_RISKS = {
     "CopyNodeArguments": (MASKED_CALL, SHARED_MODEL, NESTED_MASKED),
     "PropagatedMaskNotPassedBack": (MASKED_CALL, TENSOR_ARGUMENTS),
@@ -111,6 +112,7 @@ RULE_RISKS = {
     "ArgumentMakersWalked": (ARGUMENT_MAKER_LEFT_OUT,),
     "NestedModelArgumentsKept": (NESTED_ARGUMENT_NOT_IN_CONFIG,),
     "SavedModelLoadedFromConfig": (),  # its rows' more_risks: which the release gets wrong
+    "CustomObjectsInScope": (),
 }
 # The checks (_check.CHECKS) that a routine's mistakes endanger: the clone
 # routines clone (multi_gpu_model clones too; a Sequential model is cloned by
@@ -424,15 +426,16 @@ TARGETS = (
            "the same, tf.keras's, in the keras package 2.5 (keras-nightly) and 2.6; 2.7 keeps "
            "the order"),
     Target("tensorflow", "tensorflow.python.keras.saving.saved_model.load", "load", (2, 0, 0),
-           (2, 2, 0), ("SavedModelLoadedFromConfig",),
+           (2, 2, 0), ("SavedModelLoadedFromConfig", "CustomObjectsInScope"),
            "load_model of a SavedModel folder: the model revived from the functions traced "
            "when it was saved, not made from its config: its masks lost (other numbers, or no "
-           "load), and on 2.1 a model holding a functional model not loaded",
+           "load), and on 2.1 a model holding a functional model not loaded; load_model gives "
+           "it no custom_objects (2.2 loads in their scope)",
            more_risks=(MASKED_CALL,)),
     Target("tensorflow", "tensorflow.python.keras.saving.saved_model.load", "load", (2, 2, 0),
            (2, 5, 0), ("SavedModelLoadedFromConfig",),
            "the same loader: a frozen model nested in another (in TimeDistributed) loaded "
-           "trainable",
+           "trainable; on 2.4 a model of MultiHeadAttention computes other numbers",
            more_risks=(FROZEN_NESTED,)),
     Target("tensorflow", "tensorflow.python.keras._impl.keras.engine.topology",
            "Network.get_config", (1, 4, 0), (1, 7, 0),

@@ -8,8 +8,9 @@ from keras_clone_fix._rewrite import (
     STATEMENT_LISTS, Rule, call_node, helper_name, is_attribute, located, name_of, nodes_in,
     unlocated_copy)
 from keras_clone_fix._runtime import (
-    lambda_mask_read, lambda_masks_written, layer_calls_in_order, saved_model_from_config,
-    tensor_arguments_read, tensor_arguments_written, trainable_read, trainable_written)
+    lambda_mask_read, lambda_masks_written, layer_calls_in_order, load_model_custom_objects_scope,
+    saved_model_from_config, tensor_arguments_read, tensor_arguments_written, trainable_read,
+    trainable_written)
 
 
 class _ModelReturned(Rule):
@@ -295,5 +296,31 @@ class SavedModelLoadedFromConfig(Rule):
                             "if model is not None:\n    return model\n".format(
                                 helper_name(saved_model_from_config).id)).body
         node.body[:0] = [located(statement, node.body[0]) for statement in rebuilt]
+        self.rewritten(node)
+        return node
+
+
+class CustomObjectsInScope(Rule):
+    """The SavedModel loader's `load(path, compile, ...)`: its body, the
+    fix's loading (SavedModelLoadedFromConfig) first, runs under `with
+    load_model_custom_objects_scope(saving_utils):`, the custom_objects of
+    the load_model call that runs it.
+
+    TensorFlow 2.0 - 2.1's `load_model(folder, custom_objects=...)` gives
+    `load` no custom objects (2.2 runs it in their CustomObjectScope): the
+    model's config could not be made of a custom layer given so, and the
+    folder loaded as the release loads it (a model holding a functional
+    model: NotImplementedError). Every public name of load_model is the
+    save module's function itself, bound in several modules: `load`, which
+    it calls by its module's attribute, is where the fix reaches them all.
+    """
+
+    helpers = (load_model_custom_objects_scope,)
+
+    def visit_FunctionDef(self, node):
+        scoped, = ast.parse("with {}(saving_utils):\n    pass\n".format(
+            helper_name(load_model_custom_objects_scope).id)).body
+        scoped.body = node.body
+        node.body = [located(scoped, node.body[0])]
         self.rewritten(node)
         return node

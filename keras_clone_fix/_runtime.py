@@ -5,6 +5,7 @@ and importing neither: no module of the package imports one that imports it.
 """
 
 import json
+import sys
 from copy import copy as shallow_copy
 
 
@@ -756,20 +757,50 @@ def _metadata(node):
     return json.loads(text) if text else {}
 
 
+def _dependencies_matched(tracked, kept_children, saved_graph, saved_children):
+    """[(dependency, edge)] of `tracked` for the checkpoint's edges out of
+    its saved counterpart: by the edge's name, but for a model's layers
+    (MODEL_LAYER_EDGES), each matched by the name of the layer the saved
+    edge leads to. A model made from its config may list its layers in
+    another order: the config writes a call's second tensor as a keyword
+    argument, and from TensorFlow 2.3 a model's walk takes a call's tensors
+    in the order of its arguments, keyword ones by name (`Attend()(q,
+    Dense(2)(v), attention_mask=m)`: the dense layer before m's in the
+    model, after it in the model made from its config). An RNN's cell,
+    which is no layer edge, is named anew."""
+    layers = {}
+    for edge in kept_children:
+        if edge.startswith(MODEL_LAYER_EDGES):
+            layer = tracked._lookup_dependency(edge)
+            if layer is not None:
+                layers[getattr(layer, "name", None)] = layer
+    matched = []
+    for edge in kept_children:
+        if edge not in saved_children:
+            continue
+        if edge.startswith(MODEL_LAYER_EDGES):
+            dependency = layers.get(_metadata(saved_graph.nodes[saved_children[edge]]).get("name"))
+        else:
+            dependency = tracked._lookup_dependency(edge)
+        if dependency is not None:
+            matched.append((dependency, edge))
+    return matched
+
+
 def saved_model_weight_values(model, saved_graph, checkpoint_graph, reader):
     """[(weight, value)] for every weight of `model`, made from a
     SavedModel's config, from the SavedModel's checkpoint (`reader`): each
     weight reached by the path the model's own tracking gives it
     (layer_with_weights-0/cell/kernel) in the checkpoint's object graph,
-    each of a model's layers on the way the one of that name in the
+    each of a model's layers on the way the one of its name in the
     SavedModel's object graph (`saved_graph`), and each value of the
     weight's shape. Raises SavedModelWeightsMissing, naming the weights,
     where one is not reached so: the model would compute with weights of
     its own."""
     weights = dict((id(weight), weight) for weight in model.weights)
-    values, seen, walk = {}, set(), [(model, "", 0, 0)]
+    values, seen, walk = {}, set(), [(model, 0, 0)]
     while walk:
-        tracked, edge, saved, kept = walk.pop()
+        tracked, saved, kept = walk.pop()
         if id(tracked) in seen:
             continue
         seen.add(id(tracked))
@@ -781,17 +812,12 @@ def saved_model_weight_values(model, saved_graph, checkpoint_graph, reader):
             if value is not None and tuple(value.shape) == tuple(tracked.shape):
                 values[id(tracked)] = value
             continue
-        # A model's layers, by their place in it: the config names them (an
-        # RNN's cell is named anew, unlike the saved one).
-        if edge.startswith(MODEL_LAYER_EDGES) and _metadata(
-                saved_graph.nodes[saved]).get("name") != getattr(tracked, "name", None):
-            continue
         tracked._maybe_initialize_trackable()  # a model that tracked nothing yet
+        kept_children = _children(checkpoint_graph.nodes[kept])
         saved_children = _children(saved_graph.nodes[saved])
-        for name, child in _children(checkpoint_graph.nodes[kept]).items():
-            dependency = tracked._lookup_dependency(name)
-            if dependency is not None and name in saved_children:
-                walk.append((dependency, name, saved_children[name], child))
+        for dependency, edge in _dependencies_matched(tracked, kept_children, saved_graph,
+                                                      saved_children):
+            walk.append((dependency, saved_children[edge], kept_children[edge]))
     missing = [weight.name for weight in model.weights if id(weight) not in values]
     if missing:
         raise SavedModelWeightsMissing(
@@ -863,6 +889,29 @@ def saved_model_from_config(path, compile, saving_utils):
     return model
 
 
+def load_model_custom_objects_scope(saving_utils):
+    """A CustomObjectScope of the custom_objects given to the load_model call
+    that runs this SavedModel load, as TensorFlow 2.2's load_model makes one
+    around it: 2.0 - 2.1's gives them to an .h5 file's load only, so the
+    model's config could not be made of a custom layer given so. They are
+    in that call's frame alone: every public name of load_model
+    (tf.keras.models', tf.compat.v1.keras.models', ...) is the save module's
+    function itself, bound in several modules, and a patch of one name
+    misses the others. An empty scope where no load_model runs this load."""
+    import importlib
+
+    saving = saving_utils.__name__.rpartition(".")[0]
+    save = vars(importlib.import_module(saving + ".save"))
+    frame = sys._getframe(1)
+    while frame is not None and not (frame.f_code.co_name == "load_model"
+                                     and frame.f_globals is save):
+        frame = frame.f_back
+    custom_objects = frame.f_locals.get("custom_objects") if frame is not None else None
+    del frame  # a frame held is a reference cycle
+    generic_utils = importlib.import_module(saving.rpartition(".")[0] + ".utils.generic_utils")
+    return generic_utils.CustomObjectScope(custom_objects or {})
+
+
 # What the fixed code may call, by name.
 HELPERS = dict((helper.__name__, helper) for helper in (
     one_mask_per_output, recorded_output_masks, without_propagated_mask, tensors_mapped,
@@ -873,4 +922,5 @@ HELPERS = dict((helper.__name__, helper) for helper in (
     argument_tensors_to_walk,
     walked_argument_makers_placed, cloned_where_config_refused, masks_paired,
     lambda_masks_written, lambda_mask_read, masks_on_copies, argument_tensors_mapped,
-    saved_model_from_config))
+    saved_model_from_config,
+    load_model_custom_objects_scope))
