@@ -1,6 +1,7 @@
 """The rules on a model's config: a frozen model written and read as
 frozen, a Lambda's mask and a call's tensor arguments written and read,
-and a layer's calls made in their order."""
+a layer's calls made in their order, and a SavedModel folder loaded from its
+config (with the custom objects load_model is given)."""
 
 import ast
 
