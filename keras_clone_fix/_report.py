@@ -127,12 +127,12 @@ def _names(names):
 
 
 def _checks_named(names):
-    """Checks (of CHECKS) in few words: every check, or the shorter of these
-    and "every check but" the others."""
+    """Checks (of CHECKS) in few words: every check, every check but the
+    others where they are under half as many, else these."""
     others = [name for name in CHECKS if name not in names]
     if not others:
         return "every check"
-    return min(_names(names), "every check but " + _names(others), key=len)
+    return "every check but " + _names(others) if 2 * len(others) < len(names) else _names(names)
 
 
 def summary(section):
@@ -145,7 +145,7 @@ def summary(section):
         return _no_verdict(section, name, broken)
     if not any(PATCHED in sides for sides in section["checks"].values()):
         return "{} breaks {} of this model; keras-clone-fix is not active here.".format(
-            name, _names(broken) if broken else "none of these checks")
+            name, _checks_named(broken) if broken else "none of these checks")
     if not section["affected"]:
         if still_broken:
             return "{} is not affected by the bugs keras-clone-fix fixes, but {} {} on this " \
@@ -160,7 +160,7 @@ def summary(section):
             name, every)
     if broken:
         return "{} breaks {} of this model; with keras-clone-fix {} matches the model's " \
-               "predictions.".format(name, _names(broken), every)
+               "predictions.".format(name, _checks_named(broken), every)
     return "{} breaks none of these checks on this model; with keras-clone-fix {} matches " \
            "the model's predictions too.".format(name, every)
 
@@ -172,7 +172,7 @@ def _no_verdict(section, name, broken):
     every = "every check that ran" + (" but " + _names(alike) if alike else "")
     if broken:
         return said + "{} breaks {} of this model, and with keras-clone-fix {} matches the " \
-                      "model's predictions.".format(name, _names(broken), every)
+                      "model's predictions.".format(name, _checks_named(broken), every)
     both_sides = any(UNPATCHED in sides for sides in section["checks"].values())
     return said + "{} matches the model's predictions{}.".format(
         every, " without and with the fix" if both_sides else "")
