@@ -32,7 +32,8 @@ import types
 from keras_clone_fix import (
     FAMILIES, KerasCloneFixWarning, PatchError, _arm, _env_flag, _env_switch, _state)
 from keras_clone_fix._affected import (
-    fronted_family, imported_version, is_affected, target_name, targets_for)
+    bugs_of, fronted_family, imported_version, is_affected, target_name, targets_for)
+from keras_clone_fix._bugs import LISTED_BY
 
 FORCE = "KERAS_CLONE_FIX_FORCE"
 state = _state  # the package's: the watcher and the switch use it at start
@@ -421,8 +422,10 @@ def _apply(families, force):
                                  "; cannot patch " + "; ".join(cannot) if cannot else
                                  "; patched")
         state.decisions = dict(state.decisions, **{family: decision})
-    state.reason = "; ".join(state.decisions[family] for family in FAMILIES
-                             if family in state.decisions)
+    decided = [family for family in FAMILIES if family in state.decisions]
+    state.reason = "; ".join([state.decisions[family] for family in decided] + (
+        [LISTED_BY] if any(bugs_of(family, imported_version(family)) for family in decided)
+        else []))
     if failures:
         raise PatchError(state.reason)
 

@@ -9,43 +9,38 @@ so it costs nothing to import.
 
 import sys
 
-from keras_clone_fix._bugs import reason
+from keras_clone_fix._bugs import bugs_at, reason
 
-# family -> (first release, first release past the range, affected?, why).
-# Ranges are half-open and together cover every version. An affected
-# range's why is what its releases are, where they are not plainly the
-# family's ("" else): what they get wrong is the bugs measured on each
-# release (_bugs.BUGS), which is_affected names.
+# family -> (first release, first release past the range, affected?, why
+# not). Ranges are half-open and together cover every version. What an
+# affected range's releases get wrong is the bugs measured on each release
+# (_bugs.BUGS), which is_affected counts; an unaffected range says why, in a
+# few words (status() names it beside the other family's).
 RELEASES = {
     "keras": (
-        ((0, 0, 0), (2, 0, 0), False,
-         "Keras 1.x is not multi-backend Keras 2: its rebuild routines are "
-         "other code, not examined by this package"),
+        # Keras 1.x is not multi-backend Keras 2: its rebuild routines are other code.
+        ((0, 0, 0), (2, 0, 0), False, "Keras 1.x is other code, not examined"),
         ((2, 0, 0), (2, 0, 7), True, ""),  # no clone_model: _bugs.CLONE_MODEL_FROM
         ((2, 0, 7), (2, 2, 5), True, ""),
         ((2, 2, 5), (2, 4, 0), True, ""),
-        ((2, 4, 0), (2, 5, 0), False,
-         "Keras 2.4 is a front for tf.keras: its routines are TensorFlow's, which the "
-         "tensorflow family's rows patch"),
-        ((2, 5, 0), (2, 7, 0), True,
-         "keras 2.5 (keras-nightly, which TensorFlow 2.5 installs) and 2.6 (tf.keras of "
-         "TensorFlow 2.6) are tf.keras's code"),
+        # Its routines are TensorFlow's, which the tensorflow family's rows patch.
+        ((2, 4, 0), (2, 5, 0), False, "a front for tf.keras"),
+        # keras 2.5 (keras-nightly, which TensorFlow 2.5 installs) and 2.6 (tf.keras of
+        # TensorFlow 2.6) are tf.keras's code.
+        ((2, 5, 0), (2, 7, 0), True, ""),
         ((2, 7, 0), (3, 0, 0), False,
-         "keras 2.7 - 2.15 makes a layer's calls in order and clones on the given input "
-         "tensors: correct"),
-        ((3, 0, 0), None, False,
-         "Keras 3 clones models with new code that is not affected"),
+         "measured right: calls in order, clones on given inputs"),
+        ((3, 0, 0), None, False, "Keras 3 clones with new code, not affected"),
     ),
     "tensorflow": (
         ((0, 0, 0), (1, 4, 0), False,
-         "TensorFlow before 1.4 has no tf.keras (only tf.contrib.keras): not examined"),
+         "no tf.keras before 1.4 (only tf.contrib.keras): not examined"),
         ((1, 4, 0), (1, 15, 0), True, ""),
         ((1, 15, 0), (2, 0, 0), True, ""),
-        ((2, 0, 0), (2, 6, 0), True,
-         "every clone is made from the model's config (reconstruct_from_config)"),
-        ((2, 6, 0), None, False,
-         "tf.keras of TensorFlow 2.6 and later is the keras package (tf_keras or Keras 3 "
-         "from 2.16): that family's rows decide"),
+        # Every clone is made from the model's config (reconstruct_from_config).
+        ((2, 0, 0), (2, 6, 0), True, ""),
+        # tf_keras or Keras 3 from 2.16: the keras family's rows decide.
+        ((2, 6, 0), None, False, "its tf.keras is the keras package"),
     ),
 }
 FAMILIES = tuple(sorted(RELEASES))
@@ -596,9 +591,15 @@ def is_affected(family, version):
     for first, past, affected, why in RELEASES[family]:
         if first <= parsed and (past is None or parsed < past):
             if affected:
-                why = "; ".join(part for part in (why, reason(family, parsed)) if part)
+                why = reason(family, parsed)
             return affected, "{} {}: {}".format(family, version, why)
     raise AssertionError("RELEASES[{!r}] does not cover {}".format(family, version))
+
+
+def bugs_of(family, version):
+    """The bugs (_bugs.BUGS) measured on a release (a version string) of a
+    family, in BUGS' order; none where it is not affected or not recognised."""
+    return bugs_at(family, parse_version(version)) if is_affected(family, version)[0] else []
 
 
 def imported_version(family):
@@ -643,6 +644,11 @@ def is_affected_running(family, version, version_of):
     if decides[0] != family:
         reason = "{}; {}".format(is_affected(family, version)[1], reason)
     return affected, reason
+
+
+def bugs_running(family, version, version_of):
+    """bugs_of() the release that runs (deciding_release)."""
+    return bugs_of(*deciding_release(family, version, version_of))
 
 
 def targets_for(family, version):

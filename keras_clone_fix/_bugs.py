@@ -1,23 +1,26 @@
 """The bugs this package fixes, as users meet them: one entry a class of
-bug, the source of every sentence that says what a release gets wrong
-(RELEASES' reasons, which the self-check and `check` print, and the matrix
-of docs/releases.md).
+bug, the source of every sentence that says what a release gets wrong: the
+one line of RELEASES' reasons (how many bugs, which routes: status(), the
+pytest header, the self-check and `check`), the list of `python -m
+keras_clone_fix --bugs` and the matrix of docs/releases.md.
 
 To add a bug (a new rule fixes something): add a Bug to BUGS with its words
 for users, the routes it breaks, for each family the releases where
 unpatched Keras was MEASURED wrong (a test's strict-xfail range in tests/,
-or a measurement the CHANGELOG records; not the range the rule's targets
-cover), the rules that fix it and a test that fails unpatched on a release
-of each range. A new rule names its bug here (tests/test_affected.py: every
-rule fixes a bug of this table). Then rewrite the matrix:
+whose measurement the commit that set it records; not the range the rule's
+targets cover), the rules that fix it and a test that fails unpatched on a
+release of each range. A new rule names its bug here (tests/test_affected.py:
+every rule fixes a bug of this table). Then rewrite the matrix:
 `RELEASES_MATRIX=write pytest tests/test_docs.py` (and the README samples if
-a reason they show changed: tests/test_readme_samples.py).
+a line they show changed: tests/test_readme_samples.py).
 
 Data only, read by _affected.is_affected: it costs nothing to import.
 """
 
 # The routes a bug breaks, in the order a reason names them.
 CLONE, CALL, LOAD = "clone", "call", "load"
+# Where a short reason sends people for the bugs it counts.
+LISTED_BY = "list: python -m keras_clone_fix --bugs"
 ROUTE_WORDS = {CLONE: "clone_model", CALL: "calling a model on new tensors",
                LOAD: "loading (from_config)"}
 ROUTES = (CLONE, CALL, LOAD)
@@ -253,11 +256,17 @@ def bugs_at(family, release):
             if any(first <= release < past for first, past in bug.measured(family))]
 
 
-def reason(family, release):
-    """What a release gets wrong, in words: the routes its bugs break, then the bugs."""
-    bugs = bugs_at(family, release)
+def routes_broken(bugs, family, release):
+    """The routes (ROUTES' order) that these bugs break on a release: a bug
+    of clones is one of calls alone before clone_model (CLONE_MODEL_FROM)."""
     broken = set(route for bug in bugs for route in bug.routes
                  if route != CLONE or release >= CLONE_MODEL_FROM[family])
-    routes = [ROUTE_WORDS[route] for route in ROUTES if route in broken]
-    named = (", ".join(routes[:-1]) + " and " + routes[-1]) if len(routes) > 1 else routes[0]
-    return "{}: {}".format(named, "; ".join(bug.words for bug in bugs))
+    return [route for route in ROUTES if route in broken]
+
+
+def reason(family, release):
+    """What a release gets wrong, in a few words: how many bugs, and the
+    routes they break ("19 bugs (clone, call, load)"); LISTED_BY names them."""
+    bugs = bugs_at(family, release)
+    return "{} bug{} ({})".format(len(bugs), "" if len(bugs) == 1 else "s",
+                                  ", ".join(routes_broken(bugs, family, release)))

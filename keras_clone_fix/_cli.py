@@ -1,10 +1,12 @@
 """`python -m keras_clone_fix`: diagnose this environment and prove the fix
-on a built-in model; `python -m keras_clone_fix check MODEL_FILE`: the same
-checks on a user's saved model, with and without the fix."""
+on a built-in model (`--bugs`: list the bugs of its releases); `python -m
+keras_clone_fix check MODEL_FILE`: the same checks on a user's saved model,
+with and without the fix."""
 
 import argparse
 import collections
 import glob
+import importlib
 import logging
 import os
 import platform
@@ -17,10 +19,13 @@ import warnings
 
 import keras_clone_fix
 from keras_clone_fix import _builtin_model, _check, _model_file, _report, _side
-from keras_clone_fix._affected import imported_version, is_affected_running
+from keras_clone_fix._affected import (
+    bugs_of, imported_version, is_affected_running, parse_version)
+from keras_clone_fix._bugs import ROUTE_WORDS, ROUTES, routes_broken
 from keras_clone_fix._model_file import KERAS, TF_KERAS
 
 WORKS, FAILS, USAGE = 0, 1, 2
+NOTHING_TO_FIX = "keras is not installed, nor tensorflow: nothing to fix"
 BACKEND_BANNER = re.compile(r"Using \w+ backend\.?\n?\Z")
 NOISY_PACKAGES = r"(tensorflow|keras|theano|cntk|numpy|h5py|google)(\.|\Z)"
 
@@ -153,7 +158,7 @@ def self_check():
                    ("not_checked", not_checked), ("models", sections)])
     works = all(made["ok"] for made in sections)
     if not families:
-        report["result"] = "keras is not installed, nor tensorflow: nothing to fix"
+        report["result"] = NOTHING_TO_FIX
     else:
         report["result"] = "ok" if works else "FAILED"
     return report, WORKS if works else FAILS
@@ -162,6 +167,9 @@ def self_check():
 def _print_self_check(report):
     width = max(len(key) for key in report)
     for key, value in report.items():
+        if key == "targets":  # --json names them
+            value = "{} of {} patched".format(sum(value.values()), len(value)) if value else \
+                "none here"
         if key == "models":
             for made in value:
                 print("")
@@ -169,6 +177,54 @@ def _print_self_check(report):
             print("")
         else:
             print("{:>{}}: {}".format(key.replace("_", " "), width, value))
+
+
+# --- --bugs: the bugs of the installed releases -------------------------------
+
+def _release_version(package):
+    """The version of an installed keras or tensorflow: its metadata's,
+    else (no metadata found) the imported module's; None where it is not
+    installed."""
+    version = installed_version(package)
+    if version is None and installed(package):
+        module = _import_keras() if package == "keras" else importlib.import_module(package)
+        version = getattr(module, "__version__", None)
+    return version
+
+
+def bugs_report():
+    """The report of --bugs (dict, in the order to show): for each installed
+    package (keras, tensorflow: its tf.keras), the release's reason and its
+    own bugs (a front's are its fronted release's, listed under that one)."""
+    report = _header()
+    releases = []
+    for package in ("keras", "tensorflow"):
+        if not installed(package):
+            continue
+        version = _release_version(package)
+        affected, reason = is_affected_running(package, version, _release_version)
+        releases.append(collections.OrderedDict([
+            ("family", package), ("version", version), ("affected", affected),
+            ("reason", reason), ("bugs", [collections.OrderedDict([
+                ("name", bug.name), ("words", bug.words),
+                ("routes", routes_broken([bug], package, parse_version(version)))])
+                for bug in bugs_of(package, version)])]))
+    report["releases"] = releases
+    report["routes"] = collections.OrderedDict(
+        (route, ROUTE_WORDS[route]) for route in ROUTES)
+    return report
+
+
+def _print_bugs(report):
+    if not report["releases"]:
+        print(NOTHING_TO_FIX)
+    for release in report["releases"]:
+        print(release["reason"])
+        for bug in release["bugs"]:
+            print("  [{}] {}".format(", ".join(bug["routes"]), bug["words"]))
+    if any(release["bugs"] for release in report["releases"]):
+        print("routes: " + "; ".join("{}: {}".format(route, words)
+                                     for route, words in report["routes"].items()))
 
 
 # --- check MODEL_FILE: the engine in two interpreters, with and without the fix --
@@ -411,9 +467,13 @@ def parse_arguments(argv=None):
         return arguments
     parser = argparse.ArgumentParser(
         prog="python -m keras_clone_fix",
-        description="Show whether keras.models.clone_model is fixed here, and prove it on a "
-                    "built-in model. `python -m keras_clone_fix check MODEL_FILE` checks "
-                    "your own model (see `check --help`).")
+        description="Show whether the fix is active here, and prove it on a built-in model: "
+                    "clone_model, calls on new tensors and loading, with the fix. "
+                    "`python -m keras_clone_fix check MODEL_FILE` checks your own model "
+                    "(see `check --help`).")
+    parser.add_argument("--bugs", action="store_true",
+                        help="list the bugs of the installed releases (keras, tf.keras), one "
+                             "a line, instead of the self-check")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     arguments = parser.parse_args(argv)
     arguments.command = None
@@ -429,6 +489,8 @@ def main(argv=None):
             return _failed(arguments, str(error), error.known, USAGE)
         except _side.SideFailed as error:
             return _failed(arguments, "{}\n{}".format(error, _report.REPORT_A_BUG), {}, FAILS)
+    elif arguments.bugs:
+        report, code = bugs_report(), WORKS
     else:
         report, code = self_check()
     if arguments.json:
@@ -436,6 +498,8 @@ def main(argv=None):
     elif arguments.command == "check":
         print("\n\n".join("\n".join(_report.text(made))
                            for made in report.get("models", [report])))
+    elif arguments.bugs:
+        _print_bugs(report)
     else:
         _print_self_check(report)
     return code

@@ -5,13 +5,14 @@ import collections
 import json
 import re
 
+from keras_clone_fix._bugs import LISTED_BY
 from keras_clone_fix._check import CHECKS, FAILED, OK, UNAVAILABLE
 
 # The sides, in report order: without the fix, with it.
 UNPATCHED, PATCHED = "unpatched", "patched"
 HEADINGS = {UNPATCHED: "without the fix", PATCHED: "with keras-clone-fix"}
 FAMILY_FACTS = ("family", "keras", "tf_keras", "backend", "tensorflow", "theano", "cntk",
-                "affected", "reason")
+                "affected", "reason", "bugs")
 # What `check` measures of each side's interpreter.
 COSTS = ("seconds", "peak_memory_mb")
 CELL = 46
@@ -125,6 +126,15 @@ def _names(names):
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
+def _checks_named(names):
+    """Checks (of CHECKS) in few words: every check, every check but the
+    others where they are under half as many, else these."""
+    others = [name for name in CHECKS if name not in names]
+    if not others:
+        return "every check"
+    return "every check but " + _names(others) if 2 * len(others) < len(names) else _names(names)
+
+
 def summary(section):
     """The closing sentence: what the release breaks, and what the fix does."""
     name = release(section)
@@ -135,7 +145,7 @@ def summary(section):
         return _no_verdict(section, name, broken)
     if not any(PATCHED in sides for sides in section["checks"].values()):
         return "{} breaks {} of this model; keras-clone-fix is not active here.".format(
-            name, _names(broken) if broken else "none of these checks")
+            name, _checks_named(broken) if broken else "none of these checks")
     if not section["affected"]:
         if still_broken:
             return "{} is not affected by the bugs keras-clone-fix fixes, but {} {} on this " \
@@ -150,7 +160,7 @@ def summary(section):
             name, every)
     if broken:
         return "{} breaks {} of this model; with keras-clone-fix {} matches the model's " \
-               "predictions.".format(name, _names(broken), every)
+               "predictions.".format(name, _checks_named(broken), every)
     return "{} breaks none of these checks on this model; with keras-clone-fix {} matches " \
            "the model's predictions too.".format(name, every)
 
@@ -162,7 +172,7 @@ def _no_verdict(section, name, broken):
     every = "every check that ran" + (" but " + _names(alike) if alike else "")
     if broken:
         return said + "{} breaks {} of this model, and with keras-clone-fix {} matches the " \
-                      "model's predictions.".format(name, _names(broken), every)
+                      "model's predictions.".format(name, _checks_named(broken), every)
     both_sides = any(UNPATCHED in sides for sides in section["checks"].values())
     return said + "{} matches the model's predictions{}.".format(
         every, " without and with the fix" if both_sides else "")
@@ -212,7 +222,9 @@ def _cell(outcome):
 def text(made):
     """The section as lines for people."""
     backend = " (backend {})".format(made["backend"]) if made.get("backend") else ""
-    lines = ["model: {} ({})".format(made["model"], made["weights"]), made["reason"] + backend]
+    listed = "; " + LISTED_BY if made.get("bugs") else ""
+    lines = ["model: {} ({})".format(made["model"], made["weights"]),
+             made["reason"] + backend + listed]
     if "inputs" in made:
         lines.append("inputs: {}, shapes {}".format(
             made["inputs"]["source"] if made["inputs"]["source"] == MADE_INPUTS else
@@ -220,7 +232,8 @@ def text(made):
             ", ".join(shape_text(shape) for shape in made["inputs"]["shapes"])))
     lines.append("at risk:" if made["risks"] else
                  "at risk: nothing in this model is at risk of these bugs (checked anyway)")
-    lines += ["  {}: {}; endangers {}".format(risk["layer"], risk["risk"], _names(risk["checks"]))
+    lines += ["  {}: {}; endangers {}".format(risk["layer"], risk["risk"],
+                                              _checks_named(risk["checks"]))
               for risk in made["risks"]]
     sides = [side for side in (UNPATCHED, PATCHED)
              if any(side in checks for checks in made["checks"].values())]

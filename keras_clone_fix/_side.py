@@ -25,7 +25,7 @@ import time
 
 from keras_clone_fix import _check, _given_inputs
 from keras_clone_fix._affected import (
-    api_version, imported_version, is_affected_running, package_of, parse_version)
+    api_version, bugs_running, imported_version, is_affected_running, package_of, parse_version)
 from keras_clone_fix._model_file import KERAS, SAVED_MODEL, BadInput
 from keras_clone_fix._report import PATCHED, UNPATCHED
 
@@ -53,19 +53,20 @@ def family_module(family):
 
 
 def facts(family, keras):
-    """Versions, and whether the release is affected, in report order."""
+    """Versions, whether the release is affected and the names of its bugs
+    (_bugs.BUGS), in report order."""
     found = collections.OrderedDict([("family", family)])
     tensorflow = sys.modules.get("tensorflow")
+    named, version = ("keras", keras.__version__) if family == KERAS else \
+        ("tensorflow", tensorflow.__version__)
+    affected, reason = is_affected_running(named, version, imported_version)
     if family == KERAS:
         found["keras"] = keras.__version__
         found["backend"] = keras.backend.backend()
         backend = sys.modules.get(found["backend"])  # Theano's or CNTK's version too
         if backend is not None and found["backend"] != "tensorflow":
             found[found["backend"]] = backend.__version__
-        affected, reason = is_affected_running("keras", keras.__version__, imported_version)
     else:
-        affected, reason = is_affected_running("tensorflow", tensorflow.__version__,
-                                               imported_version)
         package = package_of(keras)
         if package == "tf_keras":
             found["tf_keras"] = keras.__version__
@@ -80,6 +81,7 @@ def facts(family, keras):
     if tensorflow is not None:
         found["tensorflow"] = tensorflow.__version__
     found["affected"], found["reason"] = bool(affected), reason
+    found["bugs"] = [bug.name for bug in bugs_running(named, version, imported_version)]
     return found
 
 

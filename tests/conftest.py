@@ -171,11 +171,14 @@ def run_python_once(args, env=None):
 
 def run_pytest(tmp_path, test_source, options=(), env=None):
     """pytest in a fresh interpreter on a user's test file of this source,
-    with tests/ importable (clone_probe)."""
+    with tests/ importable (clone_probe), then what the tests run with (a
+    tree put before the installed package)."""
     (tmp_path / "test_user.py").write_text(test_source)
+    path = [TESTS] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])
     return run_python(["-m", "pytest", "-p", "no:cacheprovider", "-v",
                        "--rootdir", str(tmp_path), str(tmp_path)] + list(options),
-                      env=dict({"PYTHONPATH": TESTS}, **(env or {})), cwd=str(tmp_path))
+                      env=dict({"PYTHONPATH": os.pathsep.join(path)}, **(env or {})),
+                      cwd=str(tmp_path))
 
 
 def probe(how=None, **options):

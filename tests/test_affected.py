@@ -4,9 +4,10 @@ import pytest
 
 from keras_clone_fix import FAMILIES, _build
 from keras_clone_fix._affected import (
-    NESTED_MODEL_CHECKS, RELEASES, ROUTINE_CHECKS, RULE_RISKS, TARGETS, deciding_release,
-    endangered_checks, is_affected, parse_version, target_name, targets_for)
-from keras_clone_fix._bugs import BUGS, ROUTES, bugs_at
+    FRONTS, NESTED_MODEL_CHECKS, RELEASES, ROUTINE_CHECKS, RULE_RISKS, TARGETS, bugs_of,
+    deciding_release, endangered_checks, is_affected, is_affected_running, parse_version,
+    target_name, targets_for)
+from keras_clone_fix._bugs import BUGS, LISTED_BY, ROUTES, bugs_at
 from keras_clone_fix._check import CHECKS
 
 
@@ -303,38 +304,66 @@ def test_each_bug_is_measured_on_affected_releases_patched_with_its_rules(family
     assert not wrong, wrong
 
 
+def releases_walked(family):
+    """A release of each range of RELEASES and of each measured range of
+    BUGS: the first, and each bound of a bug inside an affected range."""
+    for first, past, affected, _ in RELEASES[family]:
+        bounds = set(bound for bug in BUGS for range_ in bug.measured(family)
+                     for bound in range_ if first <= bound and (past is None or bound < past))
+        for release in sorted(set([first]) | (bounds if affected else set())):
+            yield release, affected
+
+
 @pytest.mark.parametrize("family", FAMILIES)
 def test_every_affected_release_has_a_bug_measured(family):
-    """Every release of an affected range (each first release of a range of
-    RELEASES and of BUGS) is named for a bug, and its reason names them."""
-    for first, past, affected, _ in RELEASES[family]:
-        if not affected:
-            continue
-        starts = set([first]) | set(bound for bug in BUGS for range_ in bug.measured(family)
-                                    for bound in range_ if first <= bound < past)
-        for release in sorted(starts):
+    """Every release of an affected range is named for a bug, and its reason
+    counts them."""
+    for release, affected in releases_walked(family):
+        if affected:
             bugs = bugs_at(family, release)
-            assert bugs, (family, release)
-            why = is_affected(family, ".".join(map(str, release)))[1]
-            assert all(bug.words in why for bug in bugs), (family, release)
+            version = ".".join(map(str, release))
+            assert bugs and bugs_of(family, version) == bugs, (family, release)
+            assert ": {} bug".format(len(bugs)) in is_affected(family, version)[1]
 
 
-@pytest.mark.parametrize("family, version, says, does_not_say", [
+@pytest.mark.parametrize("family", FAMILIES)
+def test_the_lines_that_name_a_release_are_short_on_every_release(family):
+    """status().reason (a family's decision, then where the bugs are listed)
+    at most 160 characters, the pytest header's line at most 200, and
+    `check`'s line of the release (its backend, where the list is) too, on
+    every release, a front named with each release of the family it runs."""
+    fronted = dict((front, other) for front, _, _, other in FRONTS)
+    for release, _ in releases_walked(family):
+        version = ".".join(map(str, release))
+        # The longest ending _activation gives a decision ("; patched" is shorter).
+        status = "{}; waiting for `import keras`; {}".format(is_affected(family, version)[1],
+                                                          LISTED_BY)
+        assert len(status) <= 160, status
+        assert len("keras-clone-fix 0.2.0: not patched ({})".format(status)) <= 200
+        others = [".".join(map(str, other)) for other, _ in releases_walked(fronted[family])] \
+            if family in fronted else [None]
+        for other in others:
+            line = "{} (backend tensorflow); {}".format(
+                is_affected_running(family, version, lambda _: other)[1], LISTED_BY)
+            assert len(line) <= 200, line
+
+
+@pytest.mark.parametrize("family, version, routes, has, has_not", [
     # keras 2.2.5 stopped recording an RNN's states (tests/models.py STATE_ARGUMENTS_RECORDED)
-    ("keras", "2.2.4", ["initial_state or constants twice", "calls made out of order"],
-     ["on the original's states"]),
-    ("keras", "2.2.5", ["a clone loses a nested model's masks"],
-     ["initial_state", "calls made out of order"]),
-    ("keras", "2.0.8", ["clone_model, calling a model on new tensors and loading"],
-     ["initial_state"]),
-    ("keras", "2.0.6", ["calling a model on new tensors and loading (from_config)"],
-     ["clone_model"]),
+    ("keras", "2.2.4", "clone, call, load", ["states passed twice in clones",
+                                             "layer calls reordered"],
+     ["original's states in calls"]),
+    ("keras", "2.2.5", "clone, call, load", ["nested masks lost in clones"],
+     ["states passed twice in clones", "layer calls reordered"]),
+    ("keras", "2.0.8", "clone, call, load", [], ["states passed twice in clones"]),
+    ("keras", "2.0.6", "call, load", [], []),
     # 1.4's RNN takes initial_state from its arguments only (releases.md)
-    ("tensorflow", "1.4.1", ["masks written into the original"], ["initial_state"]),
-    ("tensorflow", "1.15.5", ["clone_model and loading (from_config)"],
-     ["calling a model on new tensors"]),
+    ("tensorflow", "1.4.1", "clone, call, load", ["masks written into the original"],
+     ["states passed twice in clones"]),
+    ("tensorflow", "1.15.5", "clone, load", [], []),
 ])
-def test_a_reason_names_the_bugs_measured_on_the_release(family, version, says, does_not_say):
-    why = is_affected(family, version)[1]
-    assert all(words in why for words in says), why
-    assert not any(words in why for words in does_not_say), why
+def test_a_reason_counts_the_bugs_measured_on_the_release(family, version, routes, has, has_not):
+    bugs = [bug.name for bug in bugs_of(family, version)]
+    assert set(has) <= set(bugs) and not set(has_not) & set(bugs), bugs
+    assert is_affected(family, version)[1] == "{} {}: {} bugs ({})".format(
+        family, version, len(bugs), routes)

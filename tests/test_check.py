@@ -34,7 +34,8 @@ else:
                 "TensorFlow 2.16+", allow_module_level=True)
 
 import check_models  # noqa: E402 (numpy: only where keras is, after the skip)
-from keras_clone_fix._affected import api_version  # noqa: E402
+from keras_clone_fix._affected import api_version, bugs_of  # noqa: E402
+from keras_clone_fix._bugs import LISTED_BY  # noqa: E402
 from keras_clone_fix._builtin_model import calls_in_a_cycle  # noqa: E402
 from keras_clone_fix._check import (  # noqa: E402
     Checks, as_list, error_result, find_clone_model, find_multi_gpu_model, make_inputs, predict)
@@ -63,6 +64,8 @@ CHECKS = ["load", "from_config", "clone", "clone_of_clone", "nested", "called_tw
 # elsewhere the check is "unavailable" on both sides.
 HAS_MULTI_GPU_MODEL = find_multi_gpu_model(keras)[0] is not None
 UNAFFECTED_RELEASE = not (KERAS_AFFECTED or TF_KERAS_AFFECTED)
+# The family and version whose bugs the report names (its list: --bugs).
+RUNNING = ("keras", keras.__version__) if KERAS_AFFECTED else ("tensorflow", tensorflow.__version__)
 # What keeps a model from being checked here, fix or no fix: (condition, reason).
 # Recurrent layers take return_state from keras 2.0.5 (and every tf.keras).
 NO_RETURN_STATE = (KERAS_AFFECTED and VERSION < (2, 0, 5),
@@ -114,7 +117,9 @@ def fresh_graph():
 def check(*arguments, **kwargs):
     """`check` of model files (and options): the command's exit status, its
     JSON report (None if it printed none), stderr."""
-    env = {"PYTHONPATH": kwargs.pop("pythonpath", None)}
+    # The user's directory, then what the tests run with (a tree put before the installed package).
+    path = [kwargs.pop("pythonpath", None), os.environ.get("PYTHONPATH")]
+    env = {"PYTHONPATH": os.pathsep.join(filter(None, path)) or None}
     finished = run_python(["-m", "keras_clone_fix", "check", "--json"] + FAMILY_OPTIONS
                           + [str(argument) for argument in arguments], env=env)
     try:
@@ -153,6 +158,7 @@ def assert_fixed(code, report, stderr):
     assert report is not None, stderr
     assert code in (0, None) and report["ok"] is True, json.dumps(report, indent=1)
     assert report["family"] == FAMILY and list(report["checks"]) == CHECKS
+    assert report["bugs"] == [bug.name for bug in bugs_of(*RUNNING)], report["reason"]
     patched = results(report, "patched")
     assert set(patched.values()) <= {"ok", "unavailable"}, patched
     assert ("unpatched" in report["checks"]["load"]) is not UNAFFECTED_RELEASE
@@ -416,6 +422,9 @@ def test_an_application_model_in_words(tmp_path):
     assert finished.returncode == 0, finished.stdout + finished.stderr
     lines = finished.stdout.splitlines()
     assert lines[0] == "model: {} (weights from the model file)".format(tmp_path / "model.h5")
+    # The release's bugs counted in one line, their list a command away.
+    assert lines[1].endswith("; " + LISTED_BY) is not UNAFFECTED_RELEASE, lines[1]
+    assert max(len(line) for line in lines) <= 200, max(lines, key=len)
     assert "at risk: nothing in this model is at risk of these bugs (checked anyway)" in lines
     assert "every check matches the model's predictions" in lines[-1]
     assert lines[-2].startswith("time, peak memory ") and lines[-2].count(" MB") == (

@@ -6,7 +6,8 @@ import json
 import pytest
 
 from conftest import AFFECTED, KERAS, affected_only, installed, run_python_once
-from keras_clone_fix._affected import is_affected
+from keras_clone_fix._affected import bugs_of, is_affected
+from keras_clone_fix._bugs import LISTED_BY
 from keras_clone_fix._cli import parse_arguments
 
 TENSORFLOW = installed("tensorflow")
@@ -44,6 +45,7 @@ def test_json_report_matches_the_environment():
         return
     assert made["model"] == "the built-in model" and made["keras"] == ".".join(map(str, KERAS))
     assert made["affected"] is True and made["ok"] is True
+    assert made["bugs"] == [bug.name for bug in bugs_of("keras", str(made["keras"]))]
     assert list(made["checks"]) == ["load", "from_config", "clone", "clone_of_clone", "nested",
                                     "called_twice", "multi_gpu", "original_unchanged"]
     results = side_results(made, "patched")
@@ -78,12 +80,33 @@ def test_reports_the_fix_alone_without_the_backends_noise():
         "python", "executable", "keras clone fix", "patched", "targets", "reason",
         "activated by", "not checked"]
     assert lines[3].split(":", 1)[1].strip() == "True"
+    targets = json.loads(self_check("--json").stdout)["targets"]
+    assert lines[4].split(":", 1)[1].strip() == "{0} of {0} patched".format(len(targets))
+    assert lines[5].split(":", 1)[1].strip().endswith("; " + LISTED_BY)
     assert lines[6].split(":", 1)[1].strip() == ".pth at interpreter start"
     assert lines[8:11] == ["", "model: the built-in model (its initial weights)",
-                           "{} (backend {})".format(
-                               is_affected("keras", ".".join(map(str, KERAS)))[1], BACKEND)]
+                           "{} (backend {}); {}".format(
+                               is_affected("keras", ".".join(map(str, KERAS)))[1], BACKEND,
+                               LISTED_BY)]
     assert lines[-1] == "result: ok".rjust(len(lines[-1]))
     assert finished.stderr == ""
+    assert max(len(line) for line in lines) <= 200, max(lines, key=len)
+
+
+def test_bugs_lists_the_bugs_of_each_installed_release_one_a_line():
+    finished, as_json = self_check("--bugs"), self_check("--bugs", "--json")
+    report = json.loads(as_json.stdout)
+    assert finished.returncode == as_json.returncode == 0 and report["ok"] is True
+    assert [release["family"] for release in report["releases"]] == [
+        package for package, there in (("keras", KERAS), ("tensorflow", TENSORFLOW)) if there]
+    lines = finished.stdout.splitlines()
+    for release in report["releases"]:
+        bugs = bugs_of(release["family"], str(release["version"]))  # JSON: unicode on Python 2
+        assert [bug["name"] for bug in release["bugs"]] == [bug.name for bug in bugs]
+        at = lines.index(release["reason"])
+        assert [line.split("] ", 1)[1] for line in lines[at + 1:at + 1 + len(bugs)]] == [
+            bug.words for bug in bugs]
+    assert max(len(line) for line in lines) <= 200, max(lines, key=len)
 
 
 @pytest.mark.skipif(not AFFECTED, reason="needs an affected Keras, 2.0.0 - 2.3.1")
@@ -111,7 +134,7 @@ def test_bad_option_is_named():
 
 
 @pytest.mark.parametrize("argv, command", [
-    ([], None), (["--json"], None), (["check", "model.h5"], "check"),
+    ([], None), (["--json"], None), (["--bugs"], None), (["check", "model.h5"], "check"),
     (["check", "model.h5", "--tf-keras", "--custom-objects", "a:b", "--custom-objects", "c",
       "--batch", "2", "--json", "--quiet"], "check"),
 ])
@@ -123,6 +146,13 @@ def test_parse_arguments(argv, command):
     if len(argv) > 2:
         assert (arguments.family, arguments.custom_objects, arguments.batch, arguments.json,
                 arguments.quiet) == ("tf.keras", ["a:b", "c"], 2, True, True)
+
+
+def test_help_says_the_self_check_checks_every_route(capsys):
+    with pytest.raises(SystemExit):
+        parse_arguments(["--help"])
+    assert "clone_model, calls on new tensors and loading" in " ".join(
+        capsys.readouterr().out.split())
 
 
 def test_parse_arguments_takes_several_model_files():

@@ -5,6 +5,7 @@ import textwrap
 import pytest
 
 from conftest import affected_only, run_pytest
+from keras_clone_fix._bugs import LISTED_BY
 
 pytestmark = pytest.mark.activation
 
@@ -68,6 +69,18 @@ KERAS_IMPORTED_BY_THE_FIXTURE = textwrap.dedent(u"""
 def test_header_names_the_state(tmp_path):
     finished = run_pytest(tmp_path, u"def test_nothing():\n    pass\n")
     assert "keras-clone-fix 0.2.0: not patched (waiting for `import keras` or `import tensorflow`)" in finished.stdout
+
+
+@affected_only
+def test_header_is_one_short_line_where_a_conftest_imports_keras(tmp_path):
+    """The release's bugs counted, not listed: the list is a command away."""
+    (tmp_path / "conftest.py").write_text(u"import keras\n")
+    finished = run_pytest(tmp_path, u"def test_nothing():\n    pass\n")
+    header = [line for line in finished.stdout.splitlines()
+              if line.startswith("keras-clone-fix ")]
+    assert len(header) == 1 and header[0].startswith("keras-clone-fix 0.2.0: patched (keras "), \
+        finished.stdout
+    assert header[0].endswith("; {})".format(LISTED_BY)) and len(header[0]) <= 200, header
 
 
 def test_no_keras_clone_fix_disables_the_plugin(tmp_path):

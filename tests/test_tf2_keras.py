@@ -313,7 +313,7 @@ def test_status_waits_for_the_keras_package_that_tf_keras_imports_when_used():
                                  "after.as_dict()]))"])
     before, imported, after = json.loads(finished.stdout.splitlines()[-1])
     assert not imported and before["patched"] is False and before["reason"].endswith(
-        "that family's rows decide; waiting for `import keras`"), before
+        "its tf.keras is the keras package; waiting for `import keras`"), before
     assert after["patched"] is bool(PATCHED_HERE) and "waiting" not in after["reason"] and \
         after["reason"].startswith("keras " + after["keras_version"]), after
 
