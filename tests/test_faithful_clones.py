@@ -58,6 +58,11 @@ what the model computes, judged by check's engine.
   config keeps it, but for a tensor no layer of the nested model makes
   (K.constant(...)), which the config refuses: the fix clones that nested
   model with clone_model instead (NestedModelArgumentsKept).
+- A model holding a model (in TimeDistributed, a Sequential, two deep)
+  with a custom layer registered nowhere: the nested model's from_config
+  found the layer's class by name (`Unknown layer: Twice`); the fix makes
+  the copy in a scope of its live layers' classes (NestedLayerClassesKept;
+  tests/nested_custom_models.py).
 
 Runs on each family installed here at a release with clone_model: keras
 2.0.7 - 2.3.1 and tf.keras of TensorFlow 1.4 - 1.15, patched and unpatched
