@@ -18,8 +18,10 @@ from keras_clone_fix import _check
 
 STEPS, BATCH = 4, 3
 # What the releases that are not patched raise for such a clone: keras 2.7 on
-# (Unknown layer), tf_keras (a class of __main__; another of a module).
-REFUSALS = ("Unknown layer", "Cannot deserialize object of type", "'str' object is not callable")
+# (Unknown layer), tf_keras (a class of __main__; of a module that does not name
+# it, the class's name instead of the layer or cell).
+REFUSALS = ("Unknown layer", "Cannot deserialize object of type", "'str' object is not callable",
+            "should have a `call` method")
 
 
 def twice_class(keras):
@@ -80,7 +82,43 @@ def in_a_sequential(keras):
     return keras.models.Sequential([inner_model(keras), keras.layers.Dense(1, name="top")])
 
 
-BUILDS = [nested, frozen, two_deep, in_a_wrapper, in_a_sequential]
+def cell_class(keras):
+    """A recurrent cell of the user's script: state + inputs W."""
+    class Cell(keras.layers.Layer):
+        def __init__(self, units=2, **kwargs):
+            super(Cell, self).__init__(**kwargs)
+            self.units = self.state_size = units
+
+        def build(self, input_shape):
+            self.kernel = self.add_weight(name="kernel", shape=(input_shape[-1], self.units),
+                                          initializer="uniform")
+            self.built = True
+
+        def call(self, inputs, states):
+            output = states[0] + keras.backend.dot(inputs, self.kernel)
+            return output, [output]
+
+        def get_config(self):
+            config = super(Cell, self).get_config()
+            config["units"] = self.units
+            return config
+
+    return Cell
+
+
+def cell_in_a_nested_model(keras):
+    """Model(x, Dense(1)(inner(x))), inner an RNN of a custom cell: the
+    RNN's config makes the cell by name."""
+    L = keras.layers
+    if not hasattr(L, "RNN"):
+        pytest.skip("{} has no RNN layer of a cell".format(_check.release_name(keras)))
+    i = L.Input(shape=(STEPS, 3))
+    inner = keras.models.Model(i, L.RNN(cell_class(keras)(2), name="rnn")(i), name="inner")
+    x = L.Input(shape=(STEPS, 3))
+    return keras.models.Model(x, L.Dense(1, name="top")(inner(x)))
+
+
+BUILDS = [nested, frozen, two_deep, in_a_wrapper, in_a_sequential, cell_in_a_nested_model]
 
 
 def inputs_of(model):

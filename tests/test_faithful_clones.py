@@ -1018,7 +1018,7 @@ def test_a_nested_model_is_cloned_with_its_layers_own_classes(request, family, b
                                                                monkeypatch):
     """The clone of a model holding a model with a custom layer that the
     user registered nowhere (nested, frozen, two deep, in TimeDistributed, in
-    a Sequential), the clone's clone and multi_gpu_model's relocated replica
+    a Sequential; an RNN of a custom cell), the clone's clone and multi_gpu_model's relocated replica
     (where the release has it): each has new weights, the same layers by
     name and class and the same trainable weights, and predicts what the
     model predicts once given its weights, the clones exactly
