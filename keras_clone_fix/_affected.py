@@ -106,6 +106,9 @@ RULE_RISKS = {
     "TensorArgumentsRead": (ARGUMENT_NOT_IN_CONFIG,),
     "ArgumentMakersWalked": (ARGUMENT_MAKER_LEFT_OUT,),
     "NestedModelArgumentsKept": (NESTED_ARGUMENT_NOT_IN_CONFIG,),
+    # How a clone finds its nested layers' classes: check loads the model with
+    # every class named (its custom objects), and its clones find them alike.
+    "NestedLayerClassesKept": (),
     "SavedModelLoadedFromConfig": (),  # its rows' more_risks: which the release gets wrong
     "CustomObjectsInScope": (),
 }
@@ -120,7 +123,8 @@ RULE_RISKS = {
 # Every routine but the clones runs for a model nested in another whenever
 # that one is loaded or cloned (multi_gpu_model's cpu_relocation clones).
 # tf.keras 1.15's clone routine makes the clone's layer calls in _make_new_nodes.
-# tf.keras 1.14's clone routines make each layer with clone_model's clone_function, _clone_layer.
+# tf.keras 1.14 - 2.5 (keras 2.5 - 2.6) make each layer with clone_model's clone_function,
+# _clone_layer.
 CLONE_ROUTINES = ("clone_functional_model", "make_new_nodes", "clone_sequential_model",
                   "clone_layer")
 CLONE_CHECKS = ("clone", "clone_of_clone", "multi_gpu", "original_unchanged")
@@ -195,8 +199,13 @@ class Target(object):
 # arguments: what every clone routine up to there loses, the Sequential one's
 # too. Every functional clone routine, to 1.14, leaves the input layers of
 # given input_tensors unmapped.
-KEPT_IN_THE_CLONE = ("NestedModelArgumentsKept", "LambdaMaskKept", "TrainableKept",
-                     "GivenInputLayersKept")
+# What the Sequential clone routine's copy of a layer keeps (it has no input
+# layers to map). Every clone routine makes a nested model from its config,
+# whose from_config finds its layers' classes by name (tf.keras 1.14 - 2.5 in
+# _clone_layer).
+SEQUENTIAL_KEPT = ("NestedLayerClassesKept", "NestedModelArgumentsKept", "LambdaMaskKept",
+                   "TrainableKept")
+KEPT_IN_THE_CLONE = SEQUENTIAL_KEPT + ("GivenInputLayersKept",)
 CLONE_RULES = ("CopyNodeArguments", "LayerCallPropagatesMasks", "RecordedOutputMasks",
                "MapTensorsInCallArguments", "ArgumentsMadeBeforeTheirCalls",
                "ArgumentsInInputsPassedOnce") + KEPT_IN_THE_CLONE
@@ -212,7 +221,7 @@ TARGETS = (
            CLONE_RULES,
            "clone_model of a functional model: outputs dropped, masks lost or pinned"),
     Target("keras", "keras.models", "_clone_sequential_model", (2, 0, 7), (2, 4, 0),
-           ("NestedModelArgumentsKept", "LambdaMaskKept", "TrainableKept"),
+           SEQUENTIAL_KEPT,
            "clone_model of a Sequential model: each layer made from its config, which has "
            "no Lambda mask, no trainable of a model and no tensor argument of a call in a "
            "nested model"),
@@ -315,10 +324,15 @@ TARGETS = (
            "keyword argument back as it was, and Bidirectional's initial_state twice; a clone "
            "on given input tensors cannot be loaded once saved"),
     Target("tensorflow", "tensorflow.python.keras.models", "_clone_layer", (1, 14, 0), (1, 15, 0),
-           ("NestedModelArgumentsKept",),
+           ("NestedLayerClassesKept", "NestedModelArgumentsKept"),
            "the copy of each layer that 1.14's clone routines make (clone_model's default "
            "clone_function, which it reads when called): a nested model made from its config, "
-           "which leaves a call's tensor arguments out (1.15 writes them)"),
+           "which leaves a call's tensor arguments out (1.15 writes them), its layers' classes "
+           "found by name"),
+    Target("tensorflow", "tensorflow.python.keras.models", "_clone_layer", (1, 15, 0), (2, 6, 0),
+           ("NestedLayerClassesKept",),
+           "the same copy of each layer: a nested model's layers' classes found by name "
+           "(Unknown layer for a custom one not registered)"),
     # 1.15 (tensorflow_core, imported as tensorflow.python...): the call
     # loop moved to _make_new_nodes, whose depths count keyword arguments.
     Target("tensorflow", "tensorflow.python.keras.models", "_make_new_nodes",
@@ -332,12 +346,12 @@ TARGETS = (
            "model's input layer on them, and cannot be loaded once saved"),
     Target("tensorflow", "tensorflow.python.keras._impl.keras.models", "_clone_sequential_model",
            (1, 4, 0), (1, 9, 0),
-           ("NestedModelArgumentsKept", "LambdaMaskKept", "TrainableKept"),
+           SEQUENTIAL_KEPT,
            "tf.keras's clone of a Sequential model: each layer made from its config, which "
            "has no Lambda mask and no trainable of a model"),
     Target("tensorflow", "tensorflow.python.keras.models", "_clone_sequential_model",
            (1, 9, 0), (1, 14, 0),
-           ("NestedModelArgumentsKept", "LambdaMaskKept", "TrainableKept"),
+           SEQUENTIAL_KEPT,
            "the same, moved out of _impl in 1.9 (1.14 writes the mask into Lambda's config "
            "and sets a model's trainable on its layers)"),
     Target("tensorflow", "tensorflow.python.layers.base", "Network._run_internal_graph",
@@ -406,6 +420,10 @@ TARGETS = (
     Target("keras", "keras.models", "_clone_functional_model", (2, 5, 0), (2, 7, 0),
            ("GivenInputLayersTaken",),
            "the same routine, tf.keras's, in the keras package 2.5 (keras-nightly) and 2.6"),
+    Target("keras", "keras.models", "_clone_layer", (2, 5, 0), (2, 7, 0),
+           ("NestedLayerClassesKept",),
+           "tf.keras's copy of each layer (clone_model's default clone_function), in the keras "
+           "package 2.5 and 2.6: a nested model's layers' classes found by name"),
     Target("tensorflow", "tensorflow.python.keras.engine.network", "reconstruct_from_config",
            (2, 0, 0), (2, 3, 0), ("LayerCallsKeptInOrder",),
            "a model made from its config (from_config, loading, and every clone: from 2.0 the "

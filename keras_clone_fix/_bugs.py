@@ -173,6 +173,15 @@ BUGS = (
         rules=("TensorArgumentsWritten", "TensorArgumentsRead", "NestedModelArgumentsKept"),
         tests=("tests/test_faithful_clones.py::"
                "test_a_nested_model_keeps_its_tensor_arguments_in_the_clone",)),
+    Bug("nested custom layers unknown in clones",
+        "a clone refuses a nested model's custom layer not registered (Unknown layer)",
+        (CLONE,), keras=(KERAS_FAMILY, ((2, 5, 0), (2, 7, 0))),
+        tensorflow=(((1, 4, 0), (2, 6, 0)),),
+        rules=("NestedLayerClassesKept",),
+        tests=("tests/test_faithful_clones.py::"
+               "test_a_nested_model_is_cloned_with_its_layers_own_classes",
+               "tests/test_tf2_keras.py::"
+               "test_a_nested_model_is_cloned_with_its_layers_own_classes")),
     # What a layer's config leaves out
     Bug("Lambda mask lost in clones",
         "a clone loses a Lambda's mask",

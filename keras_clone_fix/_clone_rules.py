@@ -8,12 +8,19 @@ from keras_clone_fix._rewrite import (
     Rule, call_node, helper_name, is_attribute, located, name_of, nodes_in, unlocated_copy)
 from keras_clone_fix._runtime import (
     cloned_where_config_refused, given_input_layer, given_input_layers_mapped, lambda_mask_kept,
-    trainable_kept)
+    made_with_live_classes, trainable_kept)
 
 
 def _makes_from_config(value):
     return any(isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
                and call.func.attr == "from_config" for call in nodes_in(value))
+
+
+def _deferred(value):
+    """`lambda: <value>`: a helper makes the copy, when it decides to."""
+    made = unlocated_copy(ast.parse("lambda: None", mode="eval").body)
+    made.body = value
+    return made
 
 
 class _KeptInTheClone(Rule):
@@ -107,10 +114,35 @@ class NestedModelArgumentsKept(_KeptInTheClone):
     helpers = (cloned_where_config_refused,)
 
     def _arguments(self, value):
-        made = unlocated_copy(ast.parse("lambda: None", mode="eval").body)
-        made.body = value
-        return [ast.Name(id="layer", ctx=ast.Load()), made,
+        return [ast.Name(id="layer", ctx=ast.Load()), _deferred(value),
                 ast.Name(id="clone_model", ctx=ast.Load())]
+
+
+class NestedLayerClassesKept(_KeptInTheClone):
+    """`new_layer = layer.__class__.from_config(layer.get_config())` ->
+    `new_layer = made_with_live_classes(layer, lambda: <the same>,
+    __name__)`; the same in the `return` of the Sequential routine's
+    `clone(layer)` and of `_clone_layer` (clone_model's default
+    clone_function, tf.keras 1.14 - 2.5 and keras 2.5 - 2.6, which
+    clone_model reads when called). Applied first: the copy is made inside
+    what the other rules of the family wrap around it.
+
+    A nested model (a wrapper, an RNN) is made from its config, and its
+    from_config finds the class of each layer inside by name: a custom
+    layer the user never registered raised `Unknown layer: Twice` (Keras
+    2.x; tf.keras: `Unknown layer`; tensorflow#18756, model_to_estimator),
+    though the clone holds the live layers. The copy is made in a
+    custom-object scope of the release naming each of their classes
+    (`__name__` is the routine's module, beside which the release's scope
+    is): the same classes, fresh weights as before. Keras 3 clones a
+    nested model from its live layers (clone_model(recursive=True)).
+    """
+
+    helpers = (made_with_live_classes,)
+
+    def _arguments(self, value):
+        return [ast.Name(id="layer", ctx=ast.Load()), _deferred(value),
+                ast.Name(id="__name__", ctx=ast.Load())]
 
 
 class GivenInputLayersKept(Rule):

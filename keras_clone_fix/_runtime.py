@@ -492,6 +492,60 @@ def cloned_where_config_refused(layer, from_config, clone_model):
         return copy
 
 
+# Where a layer holds layers that its config writes and its from_config makes
+# again by class name: a wrapper's (TimeDistributed), Bidirectional's two, an
+# RNN's cell; a model's `layers` and StackedRNNCells' `cells` list them.
+LAYER_ATTRIBUTES, LAYER_LISTS = ("layer", "forward_layer", "backward_layer", "cell"), (
+    "layers", "cells")
+
+
+def _layers_held(layer):
+    held = [getattr(layer, name, None) for name in LAYER_ATTRIBUTES]
+    for name in LAYER_LISTS:
+        held.extend(getattr(layer, name, None) or ())
+    return [inner for inner in held
+            if hasattr(inner, "get_config") and not isinstance(inner, type)]
+
+
+def live_classes(layer, registered_name=None):
+    """{class name: class} of every layer inside `layer`, at any depth
+    (_layers_held), under the names a config writes a class with: its
+    `__name__`, and `registered_name(cls)` where the release has one
+    (tf.keras 2.2+: 'Package>Name' for a registered class). A name that two
+    different classes share is left out: the release's lookup decides."""
+    classes, shared, seen, walk = {}, set(), set(), [layer]
+    while walk:
+        for inner in _layers_held(walk.pop()):
+            if id(inner) in seen:
+                continue
+            seen.add(id(inner))
+            walk.append(inner)
+            cls = type(inner)
+            for name in set([cls.__name__, registered_name(cls) if registered_name else None]):
+                if name is None:
+                    continue
+                if classes.setdefault(name, cls) is not cls:
+                    shared.add(name)
+    return dict((name, cls) for name, cls in classes.items() if name not in shared)
+
+
+def made_with_live_classes(layer, make, module):
+    """`make()`, the clone routine's copy of `layer` from its config, inside
+    a custom-object scope of the release (CustomObjectScope of the
+    `utils.generic_utils` beside `module`, the routine's) that names the
+    class of each layer inside `layer` (live_classes): a nested model's
+    from_config finds its layers' classes by name, and a custom class the
+    user never registered raised `Unknown layer` (keras 2.x, tf.keras
+    1.4 - 2.5). A layer holding no layers is made as before."""
+    if not _layers_held(layer):
+        return make()
+    import importlib
+    generic_utils = importlib.import_module(module.rpartition(".")[0] + ".utils.generic_utils")
+    with generic_utils.CustomObjectScope(
+            live_classes(layer, getattr(generic_utils, "get_registered_name", None))):
+        return make()
+
+
 def given_input_layer(given, original_layer, otherwise=None):
     """The input layer of a tensor given for a model input whose layer is
     `original_layer`: the given tensor's own (an `Input`, or the wrapper the
@@ -921,6 +975,7 @@ HELPERS = dict((helper.__name__, helper) for helper in (
     propagated_mask_popped, tensor_arguments_written, tensor_arguments_read,
     argument_tensors_to_walk,
     walked_argument_makers_placed, cloned_where_config_refused, masks_paired,
+    made_with_live_classes,
     lambda_masks_written, lambda_mask_read, masks_on_copies, argument_tensors_mapped,
     saved_model_from_config,
     load_model_custom_objects_scope))

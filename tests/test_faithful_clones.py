@@ -58,6 +58,11 @@ what the model computes, judged by check's engine.
   config keeps it, but for a tensor no layer of the nested model makes
   (K.constant(...)), which the config refuses: the fix clones that nested
   model with clone_model instead (NestedModelArgumentsKept).
+- A model holding a model (in TimeDistributed, a Sequential, two deep)
+  with a custom layer registered nowhere: the nested model's from_config
+  found the layer's class by name (`Unknown layer: Twice`); the fix makes
+  the copy in a scope of its live layers' classes (NestedLayerClassesKept;
+  tests/nested_custom_models.py).
 
 Runs on each family installed here at a release with clone_model: keras
 2.0.7 - 2.3.1 and tf.keras of TensorFlow 1.4 - 1.15, patched and unpatched
@@ -88,6 +93,14 @@ FROZEN_WRAPPED = "frozen model in a wrapper"
 # tf.keras 1.9 - 1.13 gave the output the list of masks (with
 # MaskSetOnCopiedOutputs), which the model took as its input's mask.
 MODEL_ON_SURPLUS_MASKS = "a model on an output of more masks"
+# A custom layer inside a nested model, registered nowhere: every clone routine
+# before Keras 3 makes the nested model from its config, finding the layer's
+# class by name (Unknown layer).
+UNREGISTERED_NESTED = "an unregistered custom layer in a nested model"
+# custom_mask_maker_in_a_nested_model: the model itself fails unpatched on keras and
+# tf.keras 1.4 - 1.9 (the walk leaves the mask's maker out: the nested model feeds the
+# original's placeholder); 1.10 - 1.14 drop the mask= from the recorded call: right.
+NESTED_MASK_MAKER_LEFT_OUT = "a nested model's mask made by a layer nothing else takes"
 # keras 2.0.0 - 2.0.2 pass a model called on new tensors the mask recorded in
 # its call (PropagatedMaskNotPassedBack): the nested model feeds the original's
 # placeholder.
@@ -114,7 +127,8 @@ def _families():
             found.append(("keras " + keras.__version__, keras,
                           {LAMBDA_MASK, FROZEN_NESTED, GIVEN_INPUTS, ARGUMENT_MADE_LATER,
                            ARGUMENT_NOT_IN_CONFIG, NESTED_ARGUMENT_NOT_IN_CONFIG,
-                           ARGUMENT_MAKER_LEFT_OUT} | (
+                           ARGUMENT_MAKER_LEFT_OUT, UNREGISTERED_NESTED,
+                           NESTED_MASK_MAKER_LEFT_OUT} | (
                               {SURPLUS_MASKS, MODEL_ON_SURPLUS_MASKS} if version >= (2, 1, 6)
                               else set()) | (
                               {CALLS_OUT_OF_ORDER} if version < (2, 2, 5) else set()) | (
@@ -135,7 +149,7 @@ def _families():
             # mask too; test_model_boundary holds the nested copy to the layers
             # composed flat. Here the patched model and tf_keras run it.)
             found.append(("tf.keras " + tensorflow.__version__, tensorflow.keras,
-                          {GIVEN_INPUTS, CALLS_OUT_OF_ORDER} | (
+                          {GIVEN_INPUTS, CALLS_OUT_OF_ORDER, UNREGISTERED_NESTED} | (
                               {ARGUMENT_MADE_LATER, ARGUMENT_NOT_IN_CONFIG,
                                NESTED_ARGUMENT_NOT_IN_CONFIG,
                                ARGUMENT_MAKER_LEFT_OUT} if version < (1, 15) else set()) | (
@@ -145,7 +159,8 @@ def _families():
                               {MODEL_ON_SURPLUS_MASKS} if (1, 10) <= version < (1, 14)
                               else set()) | (
                               {INPUT_RETURNED} if version < (1, 14) else set()) | (
-                              {FROZEN_WRAPPED} if version < (1, 7) else set()),
+                              {FROZEN_WRAPPED} if version < (1, 7) else set()) | (
+                              {NESTED_MASK_MAKER_LEFT_OUT} if version < (1, 10) else set()),
                           True, True))
     if installed("tf_keras"):
         tf_keras = importlib.import_module("tf_keras")
@@ -159,6 +174,8 @@ if not FAMILIES:
                 "or tf_keras", allow_module_level=True)
 
 import numpy  # noqa: E402 (only where keras is, after the skip)
+
+import nested_custom_models  # noqa: E402
 
 from keras_clone_fix._builtin_model import calls_in_a_cycle  # noqa: E402
 from keras_clone_fix import _check  # noqa: E402
@@ -573,6 +590,22 @@ def mask_made_by_a_layer_nothing_else_takes(keras):
     return keras.models.Model(tokens, L.LSTM(2)(embedded, mask=mask))
 
 
+def custom_mask_maker_in_a_nested_model(keras):
+    """mask_made_by_a_layer_nothing_else_takes inside a model, its mask made
+    by nested_custom_models.MaskOf, a custom layer registered nowhere: once
+    the walk keeps the mask's maker in the nested model (ArgumentMakersWalked),
+    the clone makes it from the nested model's config, by name (issue 58:
+    the fix without NestedLayerClassesKept raised `Unknown layer: MaskOf` on
+    tf.keras 1.14, where the release alone clones the model right)."""
+    L = keras.layers
+    tokens = L.Input(shape=(STEPS,), dtype="int32")
+    embedded = L.Embedding(VOCABULARY, 3)(tokens)
+    mask = nested_custom_models.mask_of_class(keras)(name="makes_mask")(tokens)
+    inner = keras.models.Model(tokens, L.LSTM(2)(embedded, mask=mask), name="inner")
+    outer = L.Input(shape=(STEPS,), dtype="int32")
+    return keras.models.Model(outer, L.Dense(1)(inner(outer)))
+
+
 # Each model of this module, the bug of the releases it meets, and what it does there.
 MODELS = [
     (lambda_with_a_mask, LAMBDA_MASK, "the clone's Lambda has no mask"),
@@ -597,10 +630,14 @@ MODELS = [
      "the rebuilt call takes the original's keyword tensor"),
     (mask_made_by_a_layer_nothing_else_takes, ARGUMENT_MAKER_LEFT_OUT,
      "the rebuilt call takes the original's mask tensor"),
+    (custom_mask_maker_in_a_nested_model, NESTED_MASK_MAKER_LEFT_OUT,
+     "the nested model feeds the original's placeholder"),
 ]
 # How a model fails unpatched where it is not the checks: keras 2.1.6 - 2.2.2 and
-# tf.keras 1.10 - 1.12 refuse a masked tensor into a model (`does not support masking`).
-UNPATCHED_RAISES = {model_on_two_masked_inputs: (AssertionError, TypeError)}
+# tf.keras 1.10 - 1.12 refuse a masked tensor into a model (`does not support masking`);
+# the model itself fails (InvalidArgumentError: You must feed a value for placeholder).
+UNPATCHED_RAISES = {model_on_two_masked_inputs: (AssertionError, TypeError),
+                    custom_mask_maker_in_a_nested_model: Exception}
 
 
 @pytest.mark.parametrize("build, bug, why", MODELS, ids=[build.__name__ for build, _, _ in MODELS])
@@ -617,6 +654,9 @@ def test_every_rebuild_computes_what_the_model_computes(request, family, build, 
     keras, bugs, mode = family
     if mode == "unpatched" and bug not in bugs and keras.__name__ != "tf_keras":
         pytest.skip("unpatched, the release's other bugs may meet this model")
+    if keras.__name__ == "tf_keras" and build is custom_mask_maker_in_a_nested_model:
+        nested_custom_models.skip_where_not_patched(
+            keras, lambda: _check.find_clone_model(keras)(build(keras)))
     expect(request, family, bug, why, UNPATCHED_RAISES.get(build, AssertionError))
     _check.seeing_two_gpus(keras, monkeypatch.setattr)
     model = build(keras)
@@ -970,3 +1010,67 @@ def test_weights_saved_without_the_walk_of_argument_makers_load_with_it(
                 model.load_weights(path)
                 numpy.testing.assert_allclose(model.predict(inputs[0]), before, rtol=1e-6,
                                               atol=1e-7)
+
+
+@pytest.mark.parametrize("build", nested_custom_models.BUILDS,
+                         ids=[build.__name__ for build in nested_custom_models.BUILDS])
+def test_a_nested_model_is_cloned_with_its_layers_own_classes(request, family, build,
+                                                               monkeypatch):
+    """The clone of a model holding a model with a custom layer that the
+    user registered nowhere (nested, frozen, two deep, in TimeDistributed, in
+    a Sequential; an RNN of a custom cell), the clone's clone and multi_gpu_model's relocated replica
+    (where the release has it): each has new weights, the same layers by
+    name and class and the same trainable weights, and predicts what the
+    model predicts once given its weights, the clones exactly
+    (NestedLayerClassesKept).
+    Unpatched, the clone routine made the nested model from its config, and
+    its from_config raised `Unknown layer: Twice`; tf_keras 2.21 (not
+    patched) raises too."""
+    keras, bugs, mode = family
+    if build is nested_custom_models.in_a_wrapper:
+        frozen_model_in_a_wrapper(keras)  # skips where TimeDistributed cannot take a model
+    model = build(keras)
+    if keras.__name__ == "tf_keras":
+        nested_custom_models.skip_where_not_patched(
+            keras, lambda: _check.find_clone_model(keras)(model))
+    expect(request, family, UNREGISTERED_NESTED, "the nested model is made from its config",
+           raises=ValueError)
+    _check.seeing_two_gpus(keras, monkeypatch.setattr)
+    clone_model = _check.find_clone_model(keras)
+    clone = nested_custom_models.cloned(model, clone_model)
+    copies = [(clone, None), (nested_custom_models.cloned(clone, clone_model), None)]
+    multi_gpu_model, _ = _check.find_multi_gpu_model(keras)
+    if multi_gpu_model is not None and build is nested_custom_models.nested:
+        parallel = multi_gpu_model(model, gpus=2, cpu_relocation=True)
+        replica, = [layer for layer in parallel.layers if _check.is_model(keras, layer)]
+        replica.set_weights(model.get_weights())
+        copies.append((replica, parallel))
+    nested_custom_models.assert_copies_are_the_model(keras, model, copies)
+
+
+def test_a_layer_its_config_cannot_make_raises_what_the_release_raises(request, family):
+    """A custom layer (inside a nested model) whose from_config cannot take
+    its own get_config: the clone raises what the release raises for it
+    when its class is given by name (TypeError: `factor` missing), not a
+    copy of another kind. Unpatched, the release does not find the class
+    (Unknown layer)."""
+    keras, bugs, mode = family
+    if keras.__name__ == "tf_keras":
+        pytest.skip("tf_keras 2.21 (not patched) does not find the class by name")
+    expect(request, family, UNREGISTERED_NESTED, "the release does not find the class")
+    nested_custom_models.assert_unmade_layer_raises_what_the_release_raises(
+        keras, _check.find_clone_model(keras))
+
+
+def test_a_clone_function_is_applied_as_the_release_applies_it(family):
+    """clone_model(model, clone_function=...) (tf.keras 1.14 on): the fix
+    leaves the user's function as it is, and one that makes a nested model
+    from its config meets the release's own error."""
+    keras, bugs, mode = family
+    clone_model = _check.find_clone_model(keras)
+    if keras.__name__ == "tf_keras":
+        pytest.skip("tf_keras 2.21 (not patched) does not find the class by name")
+    if "clone_function" not in _check.parameters(clone_model):
+        pytest.skip("{}'s clone_model takes no clone_function".format(
+            _check.release_name(keras)))
+    nested_custom_models.assert_a_clone_function_is_applied_as_given(keras, clone_model)

@@ -1169,3 +1169,93 @@ def test_nested_model_arguments_kept(routine):
     for refused in (RefusedWrapper(), RefusedModelOfASubclass()):
         with pytest.raises(_runtime.ArgumentNotInConfig):
             copied(refused)
+
+
+# A package shaped like keras: a registry of classes by name, its
+# CustomObjectScope, and a model whose from_config makes its layers by name.
+LIKE_KERAS_UTILS = '''
+OBJECTS = {}
+
+
+class CustomObjectScope(object):
+    def __init__(self, objects):
+        self.objects = objects
+
+    def __enter__(self):
+        self.before = dict(OBJECTS)
+        OBJECTS.update(self.objects)
+
+    def __exit__(self, *error):
+        OBJECTS.clear()
+        OBJECTS.update(self.before)
+'''
+LIKE_KERAS_MODELS = '''from like_keras.utils import generic_utils
+
+
+class Layer(object):
+    def get_config(self):
+        return {}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls()
+
+
+class Model(Layer):
+    def __init__(self, layers):
+        self.layers = layers
+
+    def get_config(self):
+        return [(type(layer).__name__, layer.get_config()) for layer in self.layers]
+
+    @classmethod
+    def from_config(cls, config):
+        return cls([generic_utils.OBJECTS[name].from_config(inner) for name, inner in config])
+
+
+generic_utils.OBJECTS.update(Layer=Layer, Model=Model)
+
+
+def _clone_layer(layer):
+    return layer.__class__.from_config(layer.get_config())
+'''
+
+
+def test_nested_layer_classes_kept(tmp_path, monkeypatch):
+    """A model's copy from its config finds the classes of its layers by
+    name, in the registry; fixed, it is made in the package's
+    CustomObjectScope of the classes of its own layers (any depth; a name
+    two classes share is left out), and the registry is as before after."""
+    (tmp_path / "like_keras" / "utils").mkdir(parents=True)
+    for path, text in (("__init__.py", ""), ("utils/__init__.py", ""),
+                       ("utils/generic_utils.py", LIKE_KERAS_UTILS),
+                       ("models.py", LIKE_KERAS_MODELS)):
+        write(str(tmp_path / "like_keras" / path), text)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from like_keras import models
+    try:
+        fixed = build_fixed(models._clone_layer, ["NestedLayerClassesKept"])
+
+        class Twice(models.Layer):
+            pass
+
+        class Wrapper(models.Layer):
+            def __init__(self, layer=None):
+                self.layer = layer
+
+        inner = models.Model([Twice(), Wrapper()])
+        with pytest.raises(KeyError, match="Twice"):
+            models._clone_layer(models.Model([inner]))
+        copy = fixed(models.Model([inner]))
+        assert [type(layer) for layer in copy.layers[0].layers] == [Twice, Wrapper]
+        assert models.generic_utils.OBJECTS == {"Layer": models.Layer, "Model": models.Model}
+        assert type(fixed(Twice())) is Twice
+        other = type("Twice", (models.Layer,), {})
+        assert _runtime.live_classes(models.Model([inner, Wrapper(other())])) == {
+            "Model": models.Model, "Wrapper": Wrapper}
+        assert _runtime.live_classes(Wrapper(Twice()), lambda cls: "Package>" + cls.__name__) \
+            == {"Twice": Twice, "Package>Twice": Twice}
+    finally:
+        for name in ("like_keras", "like_keras.utils", "like_keras.utils.generic_utils",
+                     "like_keras.models"):
+            sys.modules.pop(name, None)
