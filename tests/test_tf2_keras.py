@@ -145,14 +145,24 @@ def test_model_to_estimator_predicts_what_the_model_predicts(request, family, tm
     layer's calls in a cycle (each of the model's layers made once in
     TensorFlow's graph: the models made before it are not used after)."""
     keras = family[0]
+    skip_where_the_estimator_refuses(keras)
+    expect(request, family, "calls out of order")
+    assert_the_estimator_predicts_what_the_model_predicts(
+        calls_in_a_cycle(keras), numpy.random.RandomState(0).normal(size=(BATCH, 3)).astype(
+            "float32"), tmp_path)
+
+
+def skip_where_the_estimator_refuses(keras):
     if keras.__name__ == "keras" and _check.api_version(keras)[:2] == (2, 5):
         pytest.skip("TensorFlow 2.5's model_to_estimator clones with tf.keras, which refuses the "
                     "keras package 2.5's models (a copy of tf.keras), fix or no fix (measured)")
-    expect(request, family, "calls out of order")
+
+
+def assert_the_estimator_predicts_what_the_model_predicts(model, data, tmp_path):
+    """model_to_estimator of `model` (compiled here: it refuses a model not
+    compiled), whose model_fn clones it, predicts on `data` what it does."""
     tensorflow = importlib.import_module("tensorflow")
-    model = calls_in_a_cycle(keras)
-    model.compile("sgd", "mse")  # model_to_estimator refuses a model not compiled
-    data = numpy.random.RandomState(0).normal(size=(BATCH, 3)).astype("float32")
+    model.compile("sgd", "mse")
     expected = model.predict(data)
     estimator = tensorflow.keras.estimator.model_to_estimator(keras_model=model,
                                                               model_dir=str(tmp_path))
@@ -160,7 +170,6 @@ def test_model_to_estimator_predicts_what_the_model_predicts(request, family, tm
                                                                  shuffle=False)
     got = [row[model.output_names[0]] for row in estimator.predict(given)]
     numpy.testing.assert_allclose(numpy.array(got), expected, rtol=1e-6, atol=1e-6)
-
 
 def patched_where_broken(family, build, clone):
     """A model of `build`, on a release the fix patches; on another (keras
@@ -209,25 +218,15 @@ def test_model_to_estimator_of_a_nested_custom_layer(request, family, tmp_path):
     registered nowhere (tensorflow#18756): the estimator's model_fn clones
     it, and predicts what the model predicts."""
     keras = family[0]
-    if keras.__name__ == "keras" and _check.api_version(keras)[:2] == (2, 5):
-        pytest.skip("TensorFlow 2.5's model_to_estimator clones with tf.keras, which refuses the "
-                    "keras package 2.5's models (a copy of tf.keras), fix or no fix (measured)")
+    skip_where_the_estimator_refuses(keras)
     release = family[1]
     if release is None or not BROKEN["custom layer in a nested model"](release):
         pytest.skip("not patched: its clone raises too "
                     "(test_a_nested_model_is_cloned_with_its_layers_own_classes)")
     expect(request, family, "custom layer in a nested model", raises=ValueError)
-    tensorflow = importlib.import_module("tensorflow")
     model = nested_custom_models.nested(keras)
-    model.compile("sgd", "mse")  # model_to_estimator refuses a model not compiled
-    data = nested_custom_models.inputs_of(model)
-    expected = model.predict(data)
-    estimator = tensorflow.keras.estimator.model_to_estimator(keras_model=model,
-                                                              model_dir=str(tmp_path))
-    given = tensorflow.compat.v1.estimator.inputs.numpy_input_fn({model.input_names[0]: data},
-                                                                 shuffle=False)
-    got = [row[model.output_names[0]] for row in estimator.predict(given)]
-    numpy.testing.assert_allclose(numpy.array(got), expected, rtol=1e-6, atol=1e-6)
+    assert_the_estimator_predicts_what_the_model_predicts(
+        model, nested_custom_models.inputs_of(model), tmp_path)
 
 
 @pytest.mark.skipif(bool(os.environ.get(GRAPH_MODE)), reason="runs the graph mode itself")
