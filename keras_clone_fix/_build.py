@@ -101,12 +101,15 @@ def _function_def(original, decorator=None):
         try:
             module = compile(above + "".join(lines[first - 1:last]), code.co_filename, "exec",
                              ast.PyCF_ONLY_AST | _future_flags(original), dont_inherit=True)
-            break
-        except SyntaxError as error:
-            if last >= len(lines):
-                raise UnsupportedFunction("its source in {} does not parse: {}".format(
-                    code.co_filename, error))
-            last += 1
+            if module.body:  # lines of comments alone parse too (a file changed since)
+                break
+            error = "no statement"
+        except SyntaxError as raised:
+            error = raised
+        if last >= len(lines):
+            raise UnsupportedFunction("its source in {} does not parse: {}".format(
+                code.co_filename, error))
+        last += 1
     body = module.body[0].body if indented else module.body
     definition = body[0] if len(body) == 1 else None
     decorators = [_dotted(expression) for expression in getattr(definition, "decorator_list", [])]
