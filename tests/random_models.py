@@ -13,7 +13,9 @@ SimpleRNNs of every merge mode, LSTMs started with the states of an encoder LSTM
 (initial_state), Bidirectional LSTMs started with the four states of a
 Bidirectional encoder (from keras 2.1.4), RNNs whose cell takes an encoder
 state as a constant, recurrent layers given an explicit `mask=` tensor (a
-boolean model input, or a Lambda comparing new token ids with 0), a custom layer called
+boolean model input, a Lambda comparing new token ids with 0, or, inside a
+model of the recurrent layer, MaskOf, a custom layer registered nowhere that
+does the same: its class is in `custom_objects` only), a custom layer called
 with a tensor keyword argument (Attend()(x, attention_mask=w), `w` a model
 input, any open tensor, which may then reach an output, or a Dense made for
 it alone), and model boundaries: a chain of Dense and LSTM layers
@@ -31,6 +33,7 @@ predictions and the same masks.
 import random
 
 from custom_layers import STEPS, VOCABULARY, custom_layers
+from nested_custom_models import mask_of_class
 
 MAX_OUTPUTS = 4
 # (exception, message) the unpatched clone raises when it loses an output of
@@ -40,6 +43,10 @@ MAX_OUTPUTS = 4
 OUTPUT_LOST = (AssertionError, "Could not compute output")
 MASK_REFUSED = (TypeError, "does not support masking")
 STATES_GIVEN_TWICE = (AssertionError, "")
+# The unpatched clone makes a nested model from its config, which names a
+# custom layer registered nowhere (_bugs.BUGS: "nested custom layers unknown
+# in clones", every keras release drawn with, 2.0.7 - 2.3.1).
+UNKNOWN_LAYER = (ValueError, "Unknown layer")
 
 # The ways a model is rebuilt, each compared with the model itself (the
 # last where the family saves SavedModel folders: TensorFlow 2).
@@ -296,13 +303,17 @@ class RandomModel(object):
 
     def _explicit_mask(self):
         """A recurrent layer given `mask=m` (issue 45 item 4): `m` a boolean
-        model input, or made by a Lambda comparing new token ids to 0 that
-        nothing else takes (item 5). Keras keeps the tensor in the call's
+        model input, or made from new token ids that nothing else takes
+        (item 5): by a Lambda comparing them to 0 or, inside a model of the
+        recurrent layer called on the ids too, by MaskOf, a custom layer
+        registered nowhere (issue 58: a clone makes that model from its
+        config, which names the class). Keras keeps the tensor in the call's
         arguments only, not in a config (issue 52: the fix writes it there)."""
         inputs = self._take()
         if not inputs:
             return
         index = len(self.inputs)
+        layer, ids = self.L.SimpleRNN(3, return_sequences=True), None
         if self.random.random() < 0.5:
             mask = self.L.Input(shape=(STEPS,), dtype="bool", name="mask_{}".format(index))
             self.inputs.append(mask)
@@ -310,11 +321,30 @@ class RandomModel(object):
         else:
             ids = self._tokens("mask_tokens_{}".format(index))
             self.inputs.append(ids)
-            mask = self.L.Lambda(lambda t: t > 0)(ids)  # no names: it is made from its config
-            self.features.add("explicit mask: made by a layer")
         self.unpatched_may_differ = True  # measured wrong on some releases (item 4)
-        self._call(self.L.SimpleRNN(3, return_sequences=True), inputs, "pass",
-                   states=[("mask", Tensor(mask, False))])
+        # A Lambda or, in a model where the release calls one on the taken
+        # tensor, MaskOf: chosen by the parity of the inputs so far, not by a
+        # new draw, which would change every later draw of the seeds run before.
+        if ids is None or index % 2 == 0 or not (
+                self.release.NESTS_ON_MASKED_TENSORS or not inputs[0].masked):
+            if ids is not None:
+                mask = self.L.Lambda(lambda t: t > 0)(ids)  # no names: made from its config
+                self.features.add("explicit mask: made by a Lambda")
+            self._call(layer, inputs, "pass", states=[("mask", Tensor(mask, False))])
+        else:
+            if "MaskOf" not in self.custom_objects:
+                self.custom_objects["MaskOf"] = mask_of_class(self.keras)
+            # The ids are embedded too: TensorFlow 1.14 alone cannot clone a
+            # model with an input that only an argument takes (Could not pack sequence).
+            inner_input, inner_ids = self._features(), self._tokens(None)
+            embedded = self.L.add([inner_input, self.L.Embedding(VOCABULARY, 3)(inner_ids)])
+            inner = self.keras.models.Model([inner_input, inner_ids], layer(
+                embedded, mask=self.custom_objects["MaskOf"]()(inner_ids)))
+            self._into_a_model(inputs)
+            self.features.add("explicit mask: made by a custom layer in a nested model")
+            if self.keras.__name__ == "keras":
+                self.upstream_errors.add(UNKNOWN_LAYER)
+            self._call(inner, inputs + [Tensor(ids, False)], "pass")
         if self.keras.__name__ != "keras":  # keras's output mask is the input's, tf_keras's `mask`
             self.open[-1].masked = self.open[-1].unpatched_masked = True
 
