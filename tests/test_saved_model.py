@@ -255,8 +255,11 @@ CUSTOM_LAYERS = {}
 
 
 def custom_layers(keras):
-    """{name: class} of Twice, MaskOf, PairMask and Attend on `keras`'s
-    Layer, made once for each module, registered nowhere."""
+    """{name: class} of Twice, MaskOf, PairMask and AttendOver on `keras`'s
+    Layer, made once for each module, registered nowhere (and named as no
+    registered class of the tests is: tests/custom_layers.py registers an
+    Attend of one input, which tf_keras 2.21 loads a folder's Attend as,
+    custom_objects given or not: TypeError, unexpected keyword 'value')."""
     if keras.__name__ not in CUSTOM_LAYERS:
         CUSTOM_LAYERS[keras.__name__] = _custom_layers(keras)
     return CUSTOM_LAYERS[keras.__name__]
@@ -282,7 +285,7 @@ def _custom_layers(keras):
             kept = tf.not_equal(tf.reduce_sum(inputs, -1), 0.0)
             return tf.logical_and(tf.expand_dims(kept, 2), tf.expand_dims(kept, 1))
 
-    class Attend(keras.layers.Layer):
+    class AttendOver(keras.layers.Layer):
         """Dot-product attention of `query` over `value` where `attention_mask` allows."""
 
         def call(self, query, value, attention_mask=None):
@@ -290,7 +293,7 @@ def _custom_layers(keras):
             scores -= 1e9 * (1.0 - tf.cast(attention_mask, scores.dtype))
             return tf.matmul(tf.nn.softmax(scores), value)
 
-    return dict((layer.__name__, layer) for layer in (Twice, MaskOf, PairMask, Attend))
+    return dict((layer.__name__, layer) for layer in (Twice, MaskOf, PairMask, AttendOver))
 
 
 def nested_custom(keras):
@@ -329,7 +332,7 @@ def layers_ordered_otherwise(keras):
     after it (from TensorFlow 2.3)."""
     L, custom = keras.layers, custom_layers(keras)
     f0, f1 = L.Input((STEPS, 3)), L.Input((STEPS, 2))
-    attended = custom["Attend"]()(f1, L.Dense(2)(f0), attention_mask=custom["PairMask"]()(f1))
+    attended = custom["AttendOver"]()(f1, L.Dense(2)(f0), attention_mask=custom["PairMask"]()(f1))
     return (keras.models.Model([f0, f1], attended),
             [RANDOM.normal(size=(BATCH, STEPS, 3)), padded_features()])
 
